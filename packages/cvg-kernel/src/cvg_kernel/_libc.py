@@ -1,0 +1,46 @@
+"""The one ctypes handle on libc, and raw syscall access.
+
+Everything in cvg_kernel that talks to the kernel goes through here, so there is
+exactly one place that decides how errors come back: as ``OSError`` with the
+kernel's errno, never as a silent -1.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+_syscall = libc.syscall
+_syscall.restype = ctypes.c_long
+
+_prctl = libc.prctl
+_prctl.restype = ctypes.c_int
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def machine() -> str:
+    """The running architecture in cvg's spelling: ``x86_64`` or ``aarch64``."""
+    m = platform.machine()
+    return {"arm64": "aarch64"}.get(m, m)
+
+
+def syscall(nr: int, *args: int | ctypes.c_void_p | object) -> int:
+    """Call syscall ``nr``; raise ``OSError`` with the kernel's errno on failure."""
+    ret = int(_syscall(ctypes.c_long(nr), *args))
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return ret
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
+    """``prctl(2)``; raise ``OSError`` on failure."""
+    ret = int(_prctl(option, arg2, arg3, arg4, arg5))
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return ret

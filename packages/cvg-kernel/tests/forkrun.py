@@ -1,0 +1,102 @@
+"""Run a function in a forked child, optionally as an unprivileged user.
+
+Enforcement is tested on the real kernel: confinement is applied inside a
+forked child (it can never be undone, so never in the test process itself),
+the child attempts things, and its findings come back through a pipe as JSON.
+
+The default python here lives under /root (mode 0700), so an unprivileged
+user cannot start it; instead the child drops privileges after fork, with
+everything it needs already imported.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pwd
+import subprocess
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+UNPRIV_USER = "cvgtest"
+
+
+@dataclass
+class Child:
+    status: int  # waitpid status
+    value: Any  # what the function returned (JSON round-tripped)
+    error: str | None  # traceback text if the function raised
+
+    @property
+    def exitcode(self) -> int | None:
+        return os.waitstatus_to_exitcode(self.status) if os.WIFEXITED(self.status) else None
+
+    @property
+    def signal(self) -> int | None:
+        return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
+
+
+def ensure_unpriv_user() -> pwd.struct_passwd:
+    """Create the unprivileged test user once (requires root)."""
+    try:
+        return pwd.getpwnam(UNPRIV_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             UNPRIV_USER],
+            check=True,
+        )
+        return pwd.getpwnam(UNPRIV_USER)
+
+
+def drop_to(user: pwd.struct_passwd) -> None:
+    os.setgroups([])
+    os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+    os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+
+
+def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None,
+             timeout: float = 30.0) -> Child:
+    """Fork; in the child drop to ``user`` (if given), call ``fn`` and report."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 0
+        try:
+            os.close(r)
+            if user is not None:
+                drop_to(user)
+            payload = {"value": fn()}
+        except BaseException:
+            payload = {"error": traceback.format_exc()}
+            code = 70
+        try:
+            data = json.dumps(payload).encode()
+            while data:
+                data = data[os.write(w, data):]
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        chunks.append(f.read())
+    _, status = os.waitpid(pid, 0)
+    raw = b"".join(chunks)
+    payload = json.loads(raw) if raw else {}
+    return Child(status=status, value=payload.get("value"), error=payload.get("error"))
+
+
+def attempt(fn: Callable[[], object]) -> int:
+    """0 if ``fn`` succeeded, else the errno of the OSError it raised."""
+    try:
+        fn()
+    except OSError as e:
+        return e.errno or -1
+    return 0
+
+
+def errname(code: int) -> str:
+    return "OK" if code == 0 else errno.errorcode.get(code, str(code))

@@ -1,0 +1,1 @@
+"""cvg message contract."""
