@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from forkrun import ensure_unpriv_user  # noqa: E402
+from forkrun import ensure_unpriv_user
 
 
 def _identities() -> list[str]:

@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import subprocess
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,3 +101,63 @@ def attempt(fn: Callable[[], object]) -> int:
 
 def errname(code: int) -> str:
     return "OK" if code == 0 else errno.errorcode.get(code, str(code))
+
+
+@dataclass
+class Spawned:
+    status: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def exitcode(self) -> int | None:
+        return os.waitstatus_to_exitcode(self.status) if os.WIFEXITED(self.status) else None
+
+    @property
+    def signal(self) -> int | None:
+        return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
+
+
+def spawn(fn: Callable[[], int], *, user: pwd.struct_passwd | None = None,
+          stdin: bytes = b"", before: Callable[[], None] | None = None) -> Spawned:
+    """Fork; the child drops to ``user``, runs ``before`` then ``fn`` (which may
+    exec) with stdio on pipes; ``fn``'s return value becomes the exit status."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.dup2(in_r, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+                os.close(fd)
+            # pytest replaced sys.std*; the code under test must see the real fds.
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            if user is not None:
+                drop_to(user)
+            if before is not None:
+                before()
+            code = fn()
+        except BaseException:
+            os.write(2, traceback.format_exc().encode())
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    os.write(in_w, stdin)
+    os.close(in_w)
+    with os.fdopen(out_r, "rb") as o, os.fdopen(err_r, "rb") as e:
+        # Small outputs only: read stdout fully, then stderr.
+        out = o.read()
+        err = e.read()
+    _, status = os.waitpid(pid, 0)
+    return Spawned(status, out, err)
