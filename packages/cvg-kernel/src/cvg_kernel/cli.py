@@ -1,0 +1,117 @@
+"""cvg-exec: confine this process with a compiled plan, then exec a command.
+
+Standard library only (argparse, not click): this is the trusted base, and it
+is what a minimal production host installs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .plan import EXIT_NOT_STARTED, PlanError, loads, prepare
+
+DESCRIPTION = """\
+Confine this process with a compiled cvg plan (kind cvg.plan), then exec CMD.
+
+The plan is usually written by `cvg-validate --compile`; see docs/plan-format.md
+for its shape. Everything the plan does not grant is denied: files by Landlock,
+escape-prone syscalls and socket families by seccomp, resources by rlimits.
+no_new_privs is set and every capability is dropped, so a command started by
+root holds none. Descriptors other than 0, 1 and 2 are closed at exec, and the
+environment is built from the plan alone.
+
+examples:
+  cvg-exec --plan plan.json -- cat /etc/hostname
+  cvg-validate --compile p.yaml | cvg-exec --plan - -- python3 tool.py
+  cvg-exec --plan plan.json --var SCRATCH=/tmp/work -- ./tool
+
+exit status:
+  the command's own status once it runs;
+  125  the command was not started (bad plan, confinement failed);
+  126  the command could not be executed (including a missing execute grant);
+  127  the command was not found.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cvg-exec",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="cvg-exec --plan FILE|- [--var NAME=VALUE]... [-v] -- CMD [ARG...]",
+    )
+    p.add_argument("--plan", required=True, metavar="FILE|-", help="the cvg.plan to apply")
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a late-bound variable used as ${NAME} in the plan (CWD defaults to the "
+        "working directory)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="also report skipped rules")
+    p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return p
+
+
+class _Usage(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, prepare, confine and exec. Returns only on failure."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
+        return int(e.code or 0)
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("cvg-exec: no command given (usage: cvg-exec --plan FILE -- CMD...)", file=sys.stderr)
+        return 2
+    try:
+        variables = {"CWD": os.getcwd()}
+        for item in args.var:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise _Usage(f"--var {item!r}: expected NAME=VALUE")
+            variables[name] = value
+        plan = loads(_read(args.plan))
+        prepared = prepare(plan, variables)
+    except _Usage as e:
+        print(f"cvg-exec: {e}", file=sys.stderr)
+        return 2
+    except (PlanError, OSError) as e:
+        print(f"cvg-exec: {_where(args.plan)}: {e}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    for note in prepared.notes:
+        if args.verbose or not note.skipped:
+            print(f"cvg-exec: note: {note}", file=sys.stderr)
+    try:
+        prepared.apply()
+    except OSError as e:
+        print(f"cvg-exec: confinement failed: {e}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    sys.stdout.flush()
+    sys.stderr.flush()
+    prepared.exec(command)
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    with open(source, "rb") as f:
+        return f.read()
+
+
+def _where(source: str) -> str:
+    return "<stdin>" if source == "-" else source
+
+
+def run() -> None:
+    sys.exit(main())

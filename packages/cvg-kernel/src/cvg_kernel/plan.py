@@ -1,0 +1,312 @@
+"""Apply a compiled plan (docs/plan-format.md) to the calling process.
+
+``prepare`` runs before fork and does all the work that can fail slowly or
+allocate: it checks the plan, expands late-bound variables, opens the rule
+paths, builds the Landlock ruleset and the seccomp program. ``Prepared.apply``
+runs between fork and exec and only issues the syscalls that confine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from . import landlock, seccomp
+from ._libc import machine
+from .caps import CapabilityDrop, CapabilityError
+from .process import (
+    RlimitError,
+    apply_rlimits,
+    cloexec_from,
+    count_user_processes,
+    prepare_rlimits,
+    set_no_new_privs,
+)
+
+KIND = "cvg.plan"
+MAJOR = 1
+MINOR = 0
+_TOP_KEYS = frozenset(
+    {
+        "kind", "schema_version", "arch", "landlock", "seccomp", "rlimits", "processes",
+        "capabilities", "environment", "variables", "degraded", "source",
+    }
+)  # fmt: skip
+_LANDLOCK_KEYS = frozenset(
+    {"handled_fs", "handled_net", "scoped", "fs_rules", "net_rules", "flags", "best_effort",
+     "required"}
+)  # fmt: skip
+_SECCOMP_KEYS = frozenset(
+    {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny",
+     "memfd_noexec"}
+)  # fmt: skip
+_RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+_VAR = re.compile(r"\$\{([^}]*)\}")
+
+# Exit statuses shared with cvg-run (DESIGN.md).
+EXIT_NOT_STARTED = 125
+EXIT_NOT_EXECUTABLE = 126
+EXIT_NOT_FOUND = 127
+
+
+class PlanError(ValueError):
+    """The plan is malformed or cannot be applied on this kernel."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the plan asked for that preparation dropped or skipped, and why."""
+
+    item: str
+    reason: str
+    skipped: bool = False  # a missing path, harmless: skipping an allow rule only denies more
+
+    def __str__(self) -> str:
+        return f"{self.item}: {self.reason}"
+
+
+def loads(data: bytes | str) -> dict[str, Any]:
+    """Parse and check a plan's envelope; the sections are checked by ``prepare``."""
+    try:
+        plan = json.loads(data)
+    except ValueError as e:
+        raise PlanError(f"plan is not valid JSON: {e}") from None
+    check_envelope(plan)
+    return plan  # type: ignore[no-any-return]
+
+
+def check_envelope(plan: object) -> None:
+    if not isinstance(plan, dict):
+        raise PlanError("plan must be a JSON object")
+    if plan.get("kind") != KIND:
+        raise PlanError(f"$.kind: expected {KIND!r}, got {plan.get('kind')!r}")
+    version = plan.get("schema_version")
+    m = re.fullmatch(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if m is None:
+        raise PlanError(f"$.schema_version: expected 'MAJOR.MINOR', got {version!r}")
+    major, minor = int(m.group(1)), int(m.group(2))
+    if major != MAJOR:
+        raise PlanError(
+            f"cvg.plan schema_version {version} is not supported"
+            f" (this reader understands {MAJOR}.x)"
+        )
+    if minor <= MINOR:  # a newer minor may add keys this reader ignores
+        _no_extra(plan, _TOP_KEYS, "$")
+        for key, allowed in (("landlock", _LANDLOCK_KEYS), ("seccomp", _SECCOMP_KEYS)):
+            if isinstance(plan.get(key), dict):
+                _no_extra(plan[key], allowed, f"$.{key}")
+
+
+def _no_extra(obj: Mapping[str, object], allowed: frozenset[str], where: str) -> None:
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise PlanError(f"{where}.{extra[0]}: unknown key")
+
+
+def expand(value: str, variables: Mapping[str, str], where: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in variables:
+            known = ", ".join(sorted(variables)) or "none supplied"
+            raise PlanError(f"{where}: unknown variable ${{{name}}} (supplied: {known})")
+        return variables[name]
+
+    return _VAR.sub(sub, value)
+
+
+def _section(plan: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = plan.get(key) or {}
+    if not isinstance(value, dict):
+        raise PlanError(f"$.{key}: must be an object")
+    return value
+
+
+def _str_list(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PlanError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+@dataclass
+class Prepared:
+    """A plan made ready to apply: everything allocated, nothing yet enforced."""
+
+    ruleset: landlock.Ruleset | None
+    filter: seccomp.Filter
+    rlimits: list[tuple[int, int, int]]
+    caps: CapabilityDrop
+    env: dict[str, str]
+    notes: list[Note] = field(default_factory=list)
+
+    def apply(self) -> None:
+        """Confine the calling process. Irreversible; call it in the child.
+
+        Order matters: capabilities go while CAP_SETPCAP still works; Landlock
+        and seccomp both need no_new_privs; descriptors are marked rather than
+        closed so a supervisor's error pipe survives until exec.
+        """
+        apply_rlimits(self.rlimits)
+        self.caps.apply()
+        set_no_new_privs()
+        if self.ruleset is not None:
+            self.ruleset.restrict_self()
+        cloexec_from(3)
+        self.filter.install()
+
+    def exec(self, argv: Sequence[str]) -> NoReturn:
+        """Replace this process with ``argv`` in the plan's environment.
+
+        Returns only by exiting with 126 or 127, the statuses DESIGN.md gives.
+        """
+        # CPython ignores SIGPIPE and SIGXFSZ, and ignored dispositions survive
+        # exec: restore them, or `yes | head` and the file-size limit misbehave.
+        for sig in _RESTORE_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        try:
+            os.execvpe(argv[0], list(argv), self.env)
+        except OSError as e:
+            code = EXIT_NOT_FOUND if e.errno in (2, 20) else EXIT_NOT_EXECUTABLE
+            hint = ""
+            if code == EXIT_NOT_EXECUTABLE and e.errno == 13:
+                hint = " (is execute granted for it and for its ELF interpreter?)"
+            os.write(2, f"cvg-exec: {argv[0]}: {e.strerror}{hint}\n".encode())
+            os._exit(code)
+
+    def close(self) -> None:
+        if self.ruleset is not None:
+            self.ruleset.close()
+
+
+def prepare(
+    plan: Mapping[str, Any],
+    variables: Mapping[str, str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Prepared:
+    """Check ``plan`` and build everything ``apply`` needs. Raises PlanError."""
+    check_envelope(plan)
+    variables = dict(variables or {})
+    environ = os.environ if environ is None else environ
+    notes: list[Note] = []
+
+    arch = plan.get("arch") or machine()
+    if arch != machine():
+        raise PlanError(f"$.arch: plan is for {arch}, this machine is {machine()}")
+
+    ruleset = _prepare_landlock(_section(plan, "landlock"), variables, notes)
+    try:
+        flt = _prepare_seccomp(_section(plan, "seccomp"), arch)
+        rlimit_spec = dict(_section(plan, "rlimits") or {"core": 0})
+        rlimit_spec.setdefault("core", 0)
+        processes = plan.get("processes")
+        if processes is not None:
+            if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+                raise PlanError("$.processes: must be a positive integer")
+            rlimit_spec["nproc"] = count_user_processes(os.getuid()) + processes
+        try:
+            rlimits = prepare_rlimits(rlimit_spec)
+        except RlimitError as e:
+            raise PlanError(f"$.rlimits: {e}") from None
+        caps_spec = _section(plan, "capabilities")
+        try:
+            caps = CapabilityDrop(_str_list(caps_spec.get("keep", []), "$.capabilities.keep"))
+        except CapabilityError as e:
+            raise PlanError(f"$.capabilities.keep: {e}") from None
+        env = _prepare_env(_section(plan, "environment"), variables, environ)
+    except BaseException:
+        if ruleset is not None:
+            ruleset.close()
+        raise
+    return Prepared(ruleset, flt, rlimits, caps, env, notes)
+
+
+def _prepare_landlock(
+    spec: Mapping[str, Any], variables: Mapping[str, str], notes: list[Note]
+) -> landlock.Ruleset | None:
+    fs_rules: list[tuple[str, list[str]]] = []
+    for i, rule in enumerate(spec.get("fs_rules", [])):
+        where = f"$.landlock.fs_rules[{i}]"
+        if not isinstance(rule, dict) or not isinstance(rule.get("path"), str):
+            raise PlanError(f"{where}: must be an object with a string 'path'")
+        path = expand(rule["path"], variables, f"{where}.path")
+        if not os.path.isabs(path):
+            raise PlanError(f"{where}.path: {path!r} is not absolute")
+        fs_rules.append((path, _str_list(rule.get("access"), f"{where}.access")))
+    net_rules: list[tuple[int, list[str]]] = []
+    for i, rule in enumerate(spec.get("net_rules", [])):
+        where = f"$.landlock.net_rules[{i}]"
+        port = rule.get("port") if isinstance(rule, dict) else None
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise PlanError(f"{where}.port: must be an integer 0..65535")
+        net_rules.append((port, _str_list(rule.get("access"), f"{where}.access")))
+
+    def rights(key: str) -> str | list[str]:
+        value = spec.get(key, "all")
+        return "all" if value == "all" else _str_list(value, f"$.landlock.{key}")
+
+    required = spec.get("required", True)
+    try:
+        ruleset = landlock.Ruleset.build(
+            handled_fs=rights("handled_fs"),
+            handled_net=rights("handled_net"),
+            scoped=rights("scoped"),
+            fs_rules=fs_rules,
+            net_rules=net_rules,
+            flags=_str_list(spec.get("flags", []), "$.landlock.flags"),
+            best_effort=bool(spec.get("best_effort", False)),
+        )
+    except landlock.LandlockUnavailable as e:
+        if required:
+            raise PlanError(f"landlock: {e}") from None
+        notes.append(Note("landlock", f"not enforced: {e}"))
+        return None
+    except landlock.LandlockError as e:
+        raise PlanError(f"landlock: {e}") from None
+    notes.extend(Note(d.item, d.reason) for d in ruleset.dropped)
+    notes.extend(Note(d.item, d.reason, skipped=True) for d in ruleset.skipped)
+    return ruleset
+
+
+def _prepare_seccomp(spec: Mapping[str, Any], arch: str) -> seccomp.Filter:
+    kwargs: dict[str, Any] = {}
+    for key in ("deny", "enosys", "kill", "ioctl_deny"):
+        if key in spec:
+            kwargs[key] = tuple(_str_list(spec[key], f"$.seccomp.{key}"))
+    if "deny_errno" in spec:
+        kwargs["deny_errno"] = spec["deny_errno"]
+    if "sockets" in spec:
+        if not isinstance(spec["sockets"], list):
+            raise PlanError("$.seccomp.sockets: must be a list")
+        kwargs["sockets"] = tuple(spec["sockets"])
+    for key in ("clone_namespaces", "memfd_noexec"):
+        if key in spec:
+            if not isinstance(spec[key], bool):
+                raise PlanError(f"$.seccomp.{key}: must be true or false")
+            kwargs[key] = spec[key]
+    try:
+        return seccomp.Filter.build(arch, **kwargs)
+    except (seccomp.SeccompError, ValueError) as e:
+        raise PlanError(f"seccomp: {e}") from None
+
+
+def _prepare_env(
+    spec: Mapping[str, Any], variables: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    env: dict[str, str] = {}
+    set_ = spec.get("set", {})
+    if not isinstance(set_, dict):
+        raise PlanError("$.environment.set: must be an object")
+    for name, value in set_.items():
+        if not isinstance(value, str) or "=" in name or not name:
+            raise PlanError(f"$.environment.set.{name}: must be a string under a valid name")
+        env[name] = expand(value, variables, f"$.environment.set.{name}")
+    for name in _str_list(spec.get("pass", []), "$.environment.pass"):
+        if name in environ and name not in env:
+            env[name] = environ[name]
+    return env

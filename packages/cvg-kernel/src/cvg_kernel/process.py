@@ -1,0 +1,166 @@
+"""Process-level primitives: no_new_privs, rlimits, descriptors, reaping, pidfds.
+
+The supervisor uses the reaping half (subreaper, pidfds, the /proc scan); the
+child uses the confinement half between fork and exec.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+
+from ._libc import machine, prctl, syscall
+from ._syscall_table import TABLES
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_NO_NEW_PRIVS = 39
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+CLOSE_RANGE_CLOEXEC = 1 << 2
+_FD_MAX = 0xFFFFFFFF
+
+_NR = TABLES.get(machine(), {})
+
+RLIMITS: dict[str, int] = {
+    name[len("RLIMIT_") :].lower(): getattr(resource, name)
+    for name in dir(resource)
+    # RLIMIT_OFILE is the BSD alias of RLIMIT_NOFILE.
+    if name.startswith("RLIMIT_") and name != "RLIMIT_OFILE"
+}
+UNLIMITED = resource.RLIM_INFINITY
+
+
+class RlimitError(ValueError):
+    """A requested limit is unknown or would raise a hard limit."""
+
+
+def set_no_new_privs() -> None:
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def no_new_privs() -> bool:
+    return prctl(PR_GET_NO_NEW_PRIVS) == 1
+
+
+def prepare_rlimits(spec: dict[str, object]) -> list[tuple[int, int, int]]:
+    """Turn ``{"cpu": 30, "as": [soft, hard], ...}`` into setrlimit arguments.
+
+    Done before fork so the child only loops over ready-made tuples. A request
+    above the current hard limit is refused here: an unprivileged child would
+    fail to raise it anyway, and root silently raising it is never intended.
+    """
+    out: list[tuple[int, int, int]] = []
+    for name, value in spec.items():
+        if name not in RLIMITS:
+            raise RlimitError(f"unknown rlimit {name!r} (known: {', '.join(sorted(RLIMITS))})")
+        soft, hard = _limit_pair(name, value)
+        res = RLIMITS[name]
+        _, cur_hard = resource.getrlimit(res)
+        if cur_hard != UNLIMITED and (hard == UNLIMITED or hard > cur_hard):
+            shown = "unlimited" if hard == UNLIMITED else str(hard)
+            raise RlimitError(f"rlimit {name}: {shown} is above the current hard limit {cur_hard}")
+        out.append((res, soft, hard))
+    return out
+
+
+def _limit_pair(name: str, value: object) -> tuple[int, int]:
+    def one(v: object) -> int:
+        if v == "unlimited":
+            return UNLIMITED
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise RlimitError(f"rlimit {name}: {v!r} is not a non-negative integer or 'unlimited'")
+        return v
+
+    if isinstance(value, list | tuple):
+        if len(value) != 2:
+            raise RlimitError(f"rlimit {name}: expected [soft, hard], got {value!r}")
+        soft, hard = one(value[0]), one(value[1])
+    else:
+        soft = hard = one(value)
+    if hard != UNLIMITED and (soft == UNLIMITED or soft > hard):
+        raise RlimitError(f"rlimit {name}: soft limit above hard limit")
+    return soft, hard
+
+
+def apply_rlimits(prepared: list[tuple[int, int, int]]) -> None:
+    for res, soft, hard in prepared:
+        resource.setrlimit(res, (soft, hard))
+
+
+def count_user_processes(uid: int) -> int:
+    """Processes (not threads) currently owned by ``uid``, as RLIMIT_NPROC counts them.
+
+    The kernel counts tasks per real uid; threads count too, so this errs low,
+    which only makes the backstop tighter.
+    """
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def cloexec_from(first: int = 3) -> None:
+    """Mark every descriptor >= ``first`` close-on-exec.
+
+    Marking instead of closing keeps a supervisor's error pipe usable until the
+    exec succeeds, and still guarantees nothing inherited reaches the tool.
+    """
+    try:
+        syscall(_NR["close_range"], first, _FD_MAX, CLOSE_RANGE_CLOEXEC)
+    except OSError:
+        # Kernels before 5.11: walk what is open instead.
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd >= first:
+                try:
+                    os.set_inheritable(fd, False)
+                except OSError:
+                    pass
+
+
+def set_child_subreaper() -> None:
+    """Orphans of our descendants (double-forked daemons) re-parent to us, not init."""
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def pidfd_open(pid: int) -> int:
+    return syscall(_NR["pidfd_open"], pid, 0)
+
+
+def pidfd_send_signal(pidfd: int, sig: int = signal.SIGKILL) -> None:
+    syscall(_NR["pidfd_send_signal"], pidfd, sig, None, 0)
+
+
+def parent_of(pid: int) -> int | None:
+    """The ppid of ``pid`` from /proc, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # comm may hold spaces and parentheses: the fields start after the last ')'.
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return int(fields[1])
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (not ``root`` itself), from one /proc scan."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            ppid = parent_of(int(entry))
+            if ppid is not None:
+                children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            out.append(child)
+            stack.append(child)
+    return out
