@@ -35,6 +35,7 @@ _TOP_KEYS = frozenset(
     {
         "kind", "schema_version", "arch", "landlock", "seccomp", "rlimits", "processes",
         "capabilities", "environment", "variables", "degraded", "source",
+        "wall_clock_seconds", "expansions",
     }
 )  # fmt: skip
 _LANDLOCK_KEYS = frozenset(

@@ -1,0 +1,106 @@
+"""cvg's checks. `uv run nox` runs the default sessions; `uv run nox -l` lists them.
+
+Every session installs what it needs from this repository's own files, so a
+fresh clone with nothing but Python and uv passes.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "typecheck", "schemas", "tests", "build"]
+nox.options.reuse_existing_virtualenvs = True
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+ROOT = Path(__file__).parent
+PACKAGES_DIR = ROOT / "packages"
+
+
+def _pyproject(dist: str) -> dict:
+    return tomllib.loads((PACKAGES_DIR / dist / "pyproject.toml").read_text())
+
+
+PACKAGES = sorted(p.name for p in PACKAGES_DIR.iterdir() if (p / "pyproject.toml").exists())
+STRICT = ["cvg-kernel", "cvg-schema"]
+
+
+def _sync(session: nox.Session, *args: str) -> None:
+    """Install into the session's venv from uv.lock, so every session runs the
+    exact versions the lock pins (a new pydantic must not show up as drift)."""
+    session.run_install(
+        "uv", "sync", "--frozen", "--inexact", *args,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )  # fmt: skip
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    _sync(session, "--only-group", "dev")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy: strict on cvg-kernel and cvg-schema, standard on the rest."""
+    _sync(session, "--all-packages")
+    for dist in PACKAGES:
+        args = ["--strict"] if dist in STRICT else []
+        session.run("mypy", *args, str(PACKAGES_DIR / dist / "src"))
+
+
+@nox.session
+def schemas(session: nox.Session) -> None:
+    """Regenerate the JSON Schemas and the syscall table; fail on drift."""
+    _sync(session, "--all-packages")
+    session.run("cvg-schema", "export", "packages/cvg-schema/schemas", "--check")
+    session.run("python", "tools/gen_syscall_table.py", "--check")
+
+
+@nox.session
+@nox.parametrize("dist", PACKAGES)
+def tests(session: nox.Session, dist: str) -> None:
+    """Each package's tests, in a venv holding only its declared dependencies
+    and its own `test` dependency group."""
+    _sync(session, "--package", dist, "--no-default-groups", "--group", "test")
+    session.run("pytest", str(PACKAGES_DIR / dist / "tests"), "-q", *session.posargs)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build every wheel; install each alone in a fresh venv; check it imports and
+    that its executable answers --help."""
+    dist_dir = ROOT / "dist"
+    session.run("rm", "-rf", str(dist_dir), external=True)
+    session.run("uv", "build", "--all-packages", "--wheel", "-o", str(dist_dir), external=True)
+    tmp = Path(session.create_tmp())
+    for dist in PACKAGES:
+        meta = _pyproject(dist)["project"]
+        module = dist.replace("-", "_")
+        (script,) = meta["scripts"]
+        venv = tmp / f"alone-{dist}"
+        session.run("rm", "-rf", str(venv), external=True)
+        session.run("uv", "venv", "-q", str(venv), external=True)
+        py = str(venv / "bin" / "python")
+        wheel = next(dist_dir.glob(f"{module}-*.whl"))
+        # Siblings come from the freshly built wheels; third-party deps from the index.
+        session.run(
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "-p",
+            py,
+            "--find-links",
+            str(dist_dir),
+            str(wheel),
+            external=True,
+        )
+        session.run(py, "-c", f"import {module}", external=True)
+        session.run(str(venv / "bin" / script), "--help", external=True, silent=True)

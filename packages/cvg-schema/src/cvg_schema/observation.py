@@ -1,0 +1,199 @@
+"""``cvg.observation``: what a tool did, as ``cvg-observe`` saw it or ``cvg-import`` read it.
+
+Each event has a stable ``id`` (``e1``, ``e2``, ...) that a generated policy cites as the
+reason for a rule. An imported observation is ``partial``: the foreign report may leave
+things out (a runtime's own reads, failed operations), so absence proves nothing, and
+each imported event carries its provenance in ``source``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, JsonValue, model_validator
+
+from .base import CvgModel, Identifier, MessageBase, SyscallName, fail
+from .plan import SocketFamily, SocketTypeName
+
+__all__ = ["Event", "EventOp", "Executable", "Observation", "Result"]
+
+EventOp = Literal[
+    "read",
+    "write",
+    "create",
+    "remove",
+    "rename",
+    "link",
+    "execute",
+    "connect",
+    "bind",
+    "send",
+    "socket",
+    "signal",
+    "stat",
+    "chdir",
+    "other",
+]
+
+Result = Annotated[
+    str,
+    Field(
+        pattern=r"^(ok|E[A-Z0-9]{1,31})$",
+        description='"ok", or the errno name the call failed with (e.g. `EACCES`).',
+        examples=["ok", "ENOENT"],
+    ),
+]
+
+
+class Executable(CvgModel):
+    """A file the tool executed, with what the kernel needed to run it."""
+
+    path: str = Field(min_length=1, max_length=4096, description="The executed file.")
+    interpreter: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="The ELF interpreter (PT_INTERP, the dynamic loader), if any.",
+    )
+    shebang: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        default_factory=list,
+        description=(
+            "The `#!` chain, outermost first: each interpreter path as the kernel "
+            "resolved it (a script run by /usr/bin/env python3 gives [/usr/bin/env])."
+        ),
+    )
+    event_id: Identifier | None = Field(
+        default=None, description="The `execute` event that ran it."
+    )
+
+
+class Event(CvgModel):
+    """One thing the tool did."""
+
+    id: Identifier = Field(
+        description="Stable within the observation: `e1`, `e2`, ... A policy reason cites it.",
+        examples=["e42"],
+    )
+    pid: int | None = Field(
+        default=None, ge=1, le=4_194_304, description="The process; null when not known."
+    )
+    op: EventOp = Field(description="What kind of access this was.")
+    syscall: SyscallName = Field(description="The system call, e.g. `openat`.")
+    path: str | None = Field(
+        default=None,
+        max_length=4096,
+        description=(
+            "The file involved, absolute (resolved against the process's working "
+            "directory), or as reported when it could not be resolved."
+        ),
+    )
+    path2: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="The second path of a rename or link (the new name).",
+    )
+    port: int | None = Field(
+        default=None, ge=0, le=65535, description="The port of a connect, bind or send."
+    )
+    address: str | None = Field(
+        default=None,
+        max_length=4096,
+        description=(
+            "The peer or local address without the port (an IP address, or a unix socket "
+            "path). Informational: policies filter ports, not hosts."
+        ),
+    )
+    family: SocketFamily | None = Field(default=None, description="The socket family.")
+    sock_type: SocketTypeName | None = Field(default=None, description="The socket type.")
+    target_pid: int | None = Field(
+        default=None,
+        ge=-(2**31),
+        le=2**31 - 1,
+        description="For `signal`: the pid argument (negative for a process group).",
+    )
+    result: Result = Field(description='"ok" or the errno name.')
+    time: float | None = Field(
+        default=None,
+        ge=0,
+        description="Seconds since the epoch (strace -ttt); null when the source had no time.",
+    )
+    source: dict[str, JsonValue] | None = Field(
+        default=None,
+        description=(
+            "Provenance of an imported event: the foreign record it came from (e.g. "
+            "{tool, capability, target, decoy, result})."
+        ),
+    )
+
+
+class Observation(MessageBase):
+    """What a tool did: its command, its events (each with an `id`), its executables."""
+
+    kind: Literal["cvg.observation"] = Field(
+        default="cvg.observation", description="Always `cvg.observation`."
+    )
+    argv: list[str] = Field(
+        default_factory=list,
+        description="The command observed. May be empty only in a partial observation.",
+    )
+    cwd: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Its working directory (becomes `${CWD}`); null only when partial.",
+    )
+    home: str | None = Field(
+        default=None, max_length=4096, description="The HOME it ran with (becomes `${HOME}`)."
+    )
+    scratch: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        default_factory=list,
+        description="Private temporary directories it was given (each becomes `${SCRATCH}`).",
+    )
+    strace_version: str | None = Field(
+        default=None, max_length=100, description="The strace that observed it, e.g. `6.1`."
+    )
+    executables: list[Executable] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+    exit_status: int | None = Field(
+        default=None, ge=0, le=255, description="The command's exit status, when known."
+    )
+    partial: bool = Field(
+        default=False,
+        description=(
+            "True when the observation is known to be incomplete (imported reports leave "
+            "out a runtime's own reads and most failed operations)."
+        ),
+    )
+    source: dict[str, JsonValue] | None = Field(
+        default=None,
+        description=(
+            "Provenance of an imported observation: the foreign tool, its report format "
+            "and version, the report's path and digest."
+        ),
+    )
+    notes: list[Annotated[str, Field(max_length=2000)]] = Field(
+        default_factory=list,
+        description="Known limitations of this observation, one sentence each.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Observation:
+        if not self.partial:
+            if not self.argv:
+                fail("argv is empty (allowed only when partial is true)", at=("argv",))
+            if self.cwd is None:
+                fail("cwd is missing (allowed only when partial is true)", at=("cwd",))
+        seen: set[str] = set()
+        for i, event in enumerate(self.events):
+            if event.id in seen:
+                fail(f"event id {event.id!r} is used twice", at=("events", i, "id"))
+            seen.add(event.id)
+        for i, exe in enumerate(self.executables):
+            if exe.event_id is not None and exe.event_id not in seen:
+                fail(f"{exe.event_id!r} names no event", at=("executables", i, "event_id"))
+        return self
+
+    def event(self, event_id: str) -> Event:
+        """The event with this id; KeyError when there is none."""
+        for event in self.events:
+            if event.id == event_id:
+                return event
+        raise KeyError(event_id)

@@ -1,0 +1,320 @@
+"""``cvg.policy``: the version-1 policy a person writes or ``cvg-generate`` proposes.
+
+Everything not granted is denied: every list defaults to empty, every switch to false,
+and the resource limits to the finite values written below.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
+
+from .base import (
+    CvgModel,
+    EnvName,
+    Identifier,
+    MessageBase,
+    RuleAddress,
+    SyscallName,
+    check_variables,
+    fail,
+)
+
+__all__ = [
+    "POLICY_VARIABLES",
+    "Filesystem",
+    "Ipc",
+    "Network",
+    "Policy",
+    "PolicyEnvironment",
+    "PolicyPath",
+    "Port",
+    "Reason",
+    "Resources",
+    "Syscalls",
+]
+
+POLICY_VARIABLES: Final = frozenset({"CWD", "SCRATCH", "HOME", "POLICY_DIR"})
+"""Variables a policy path or environment value may use as ``${NAME}``."""
+
+
+def _check_policy_path(value: str) -> str:
+    if "\x00" in value:
+        fail("a path cannot contain a NUL byte")
+    if not value.startswith(("/", "${")):
+        fail(f"{value!r} is not absolute: a policy path starts with / or a variable like ${{CWD}}")
+    check_variables(value, POLICY_VARIABLES, "a path")
+    return value
+
+
+def _check_policy_env_value(value: str) -> str:
+    if "\x00" in value:
+        fail("an environment value cannot contain a NUL byte")
+    check_variables(value, POLICY_VARIABLES, "an environment value")
+    return value
+
+
+PolicyPath = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=4096,
+        description=(
+            "An absolute path, or one starting with a variable: `${CWD}` (the working "
+            "directory at launch), `${SCRATCH}` (a fresh private directory per run), "
+            "`${HOME}` (the caller's home), `${POLICY_DIR}` (the directory holding the "
+            "policy file). An unknown variable is an error."
+        ),
+        json_schema_extra={"pattern": r"^(/|\$\{(CWD|SCRATCH|HOME|POLICY_DIR)\})"},
+        examples=["/usr", "${CWD}", "${SCRATCH}/out"],
+    ),
+    AfterValidator(_check_policy_path),
+]
+Port = Annotated[int, Field(ge=1, le=65535, description="A TCP port, 1 to 65535.")]
+PolicyEnvValue = Annotated[
+    str,
+    Field(max_length=131072, description="A value; may use the policy variables."),
+    AfterValidator(_check_policy_env_value),
+]
+
+
+class Filesystem(CvgModel):
+    """Paths the tool may reach. Each grant covers everything beneath the path."""
+
+    read: list[PolicyPath] = Field(
+        default_factory=list,
+        description="Read files and list directories beneath each path.",
+    )
+    write: list[PolicyPath] = Field(
+        default_factory=list,
+        description="Create, modify and remove beneath each path (implies read).",
+    )
+    execute: list[PolicyPath] = Field(
+        default_factory=list,
+        description=(
+            "Files that may be executed, including each ELF interpreter (the dynamic "
+            "loader) and each `#!` interpreter."
+        ),
+    )
+    deny: list[PolicyPath] = Field(
+        default_factory=list,
+        description=(
+            "Paths that must stay unreachable even beneath a granted path; a grant that "
+            "cannot be narrowed around them is refused when the policy is compiled."
+        ),
+    )
+
+
+class Network(CvgModel):
+    """Network access. Landlock filters TCP ports, not hosts."""
+
+    tcp_connect: list[Port] = Field(
+        default_factory=list, description="TCP ports the tool may connect to (any host)."
+    )
+    tcp_bind: list[Port] = Field(default_factory=list, description="TCP ports it may bind.")
+    udp: bool = Field(default=False, description="Whether UDP sockets may be created at all.")
+    unix: bool = Field(
+        default=False,
+        description=(
+            "Whether `socket(AF_UNIX)` is allowed. `socketpair()` is always allowed: it "
+            "reaches nothing outside the sandbox."
+        ),
+    )
+
+
+class Ipc(CvgModel):
+    """Reaching other processes."""
+
+    signal_outside: bool = Field(
+        default=False,
+        description=(
+            "Whether the tool may signal processes outside the sandbox (enforced by a "
+            "Landlock scope from ABI 6; below that a known limit)."
+        ),
+    )
+
+
+MAX_SECONDS: Final = 31_536_000  # 365 days
+MAX_MB: Final = 16_777_216  # 16 TiB
+MAX_OPEN_FILES: Final = 1_048_576  # the kernel's default nr_open
+MAX_PROCESSES: Final = 4_194_304  # the largest pid_max
+
+
+class Resources(CvgModel):
+    """Resource limits. Each is a positive integer; a value above its maximum is refused."""
+
+    wall_clock_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=MAX_SECONDS,
+        description="The run is killed (exit 124) after this many seconds.",
+    )
+    cpu_seconds: int = Field(
+        default=30, ge=1, le=MAX_SECONDS, description="CPU time per process (RLIMIT_CPU)."
+    )
+    memory_mb: int = Field(
+        default=512, ge=1, le=MAX_MB, description="Address space per process (RLIMIT_AS), MiB."
+    )
+    file_size_mb: int = Field(
+        default=64, ge=1, le=MAX_MB, description="Largest file the tool may write, MiB."
+    )
+    open_files: int = Field(
+        default=256, ge=1, le=MAX_OPEN_FILES, description="Open descriptors per process."
+    )
+    processes: int = Field(
+        default=64,
+        ge=1,
+        le=MAX_PROCESSES,
+        description=(
+            "Processes the tool may run at once. The supervisor counts the tool's own "
+            "descendants and ends the run with a named refusal past this; RLIMIT_NPROC "
+            "(the user's current count plus this) is only a backstop."
+        ),
+    )
+
+
+class PolicyEnvironment(CvgModel):
+    """The tool's whole environment: built from `set` plus the `pass` names, nothing else."""
+
+    set: dict[EnvName, PolicyEnvValue] = Field(
+        default_factory=dict, description="Variables set to these values."
+    )
+    pass_: list[EnvName] = Field(
+        default_factory=list,
+        alias="pass",
+        description="Names copied from the caller's environment, if set there.",
+    )
+
+
+class Syscalls(CvgModel):
+    """Changes to the default seccomp deny list."""
+
+    allow: list[SyscallName] = Field(
+        default_factory=list,
+        description="System calls taken off the default deny list (risky).",
+    )
+
+
+class Reason(CvgModel):
+    """Why a generated rule exists: the observed event that justified it."""
+
+    event_id: Identifier = Field(
+        description="The `id` of the event in the observation, e.g. `e42`.",
+        examples=["e42"],
+    )
+    summary: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="One line saying what the tool did, e.g. `openat /etc/ssl/certs/ca.pem`.",
+    )
+    observation: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Which observation the event is in (a digest or file name) when several.",
+    )
+
+
+_ADDRESS_RE: Final = re.compile(
+    r"(?P<section>[a-z_]+)\.(?P<field>[a-z_]+)"
+    r"(?:\[(?P<index>[0-9]+)\]|\.(?P<key>[A-Za-z_][A-Za-z0-9_]*))?"
+)
+
+
+def _policy_json_schema(schema: dict[str, Any]) -> None:
+    """A bare policy file has no kind and no schema_version: neither is required."""
+
+
+class Policy(MessageBase):
+    """A cvg policy, version 1: everything not granted is denied.
+
+    A policy file may omit `kind` and `schema_version` (a bare policy, as a person
+    writes it); it is then read as `cvg.policy` of the current schema version.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_policy_json_schema)
+
+    kind: Literal["cvg.policy"] = Field(default="cvg.policy", description="Always `cvg.policy`.")
+    version: Literal[1] = Field(description="The policy language version. Only 1 exists.")
+    filesystem: Filesystem = Field(default_factory=Filesystem)
+    network: Network = Field(default_factory=Network)
+    ipc: Ipc = Field(default_factory=Ipc)
+    resources: Resources = Field(default_factory=Resources)
+    environment: PolicyEnvironment = Field(default_factory=PolicyEnvironment)
+    syscalls: Syscalls = Field(default_factory=Syscalls)
+    reasons: dict[RuleAddress, Annotated[list[Reason], Field(min_length=1)]] = Field(
+        default_factory=dict,
+        description=(
+            "For generated policies: per rule address (`filesystem.read[2]`), the observed "
+            "events that justify the rule. Every address must name an existing rule."
+        ),
+    )
+
+    @field_validator("reasons")
+    @classmethod
+    def _reasons_point_at_rules(
+        cls, value: dict[str, list[Reason]], info: ValidationInfo
+    ) -> dict[str, list[Reason]]:
+        for address in value:
+            problem = _address_problem(address, info.data)
+            if problem is not None:
+                fail(problem, at=(address,))
+        return value
+
+    def rule(self, address: str) -> Any:
+        """The value a rule address names, e.g. ``rule("filesystem.read[2]")``.
+
+        Raises KeyError when the address names nothing in this policy.
+        """
+        problem = _address_problem(address, dict(self))
+        if problem is not None:
+            raise KeyError(f"{address}: {problem}")
+        m = _ADDRESS_RE.fullmatch(address)
+        assert m is not None
+        section = getattr(self, m["section"])
+        value = dict(section.model_dump(by_alias=True))[m["field"]]
+        if m["index"] is not None:
+            return value[int(m["index"])]
+        if m["key"] is not None:
+            return value[m["key"]]
+        return value
+
+
+_SECTIONS: Final[dict[str, type[CvgModel]]] = {
+    "filesystem": Filesystem,
+    "network": Network,
+    "ipc": Ipc,
+    "resources": Resources,
+    "environment": PolicyEnvironment,
+    "syscalls": Syscalls,
+}
+
+
+def _address_problem(address: str, data: dict[str, Any]) -> str | None:
+    m = _ADDRESS_RE.fullmatch(address)
+    if m is None:
+        return "not a rule address like filesystem.read[2]"
+    section_name, field_name = m["section"], m["field"]
+    model = _SECTIONS.get(section_name)
+    if model is None:
+        return f"no policy section {section_name!r} (sections: {', '.join(_SECTIONS)})"
+    fields = {f.alias or name: name for name, f in model.model_fields.items()}
+    if field_name not in fields:
+        return f"{section_name} has no field {field_name!r} (fields: {', '.join(fields)})"
+    section = data.get(section_name)
+    if not isinstance(section, CvgModel):
+        return None  # the section itself failed validation and is reported there
+    value = getattr(section, fields[field_name])
+    if m["index"] is not None:
+        if not isinstance(value, list):
+            return f"{section_name}.{field_name} is not a list"
+        if int(m["index"]) >= len(value):
+            n = len(value)
+            return f"{section_name}.{field_name} has {n} {'entry' if n == 1 else 'entries'}"
+    if m["key"] is not None:
+        if not isinstance(value, dict):
+            return f"{section_name}.{field_name} is not a mapping"
+        if m["key"] not in value:
+            return f"{section_name}.{field_name} has no entry {m['key']!r}"
+    return None

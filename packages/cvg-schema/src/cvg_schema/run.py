@@ -1,0 +1,219 @@
+"""``cvg.run``: the record ``cvg-run`` leaves for every run."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+from pydantic import AwareDatetime, Field, model_validator
+
+from .base import (
+    CvgModel,
+    Digest,
+    ErrnoName,
+    Identifier,
+    MessageBase,
+    RuleAddress,
+    SyscallName,
+    fail,
+)
+from .observation import EventOp
+from .plan import Degradation, FsRight, NetRight, Plan, RlimitName, Scope
+
+__all__ = ["Denial", "ExitInfo", "ExitMeaning", "Mechanism", "RunRecord", "Scratch", "Timings"]
+
+ExitMeaning = Literal[
+    "exited", "signaled", "wall_clock", "not_started", "not_executable", "not_found", "limit"
+]
+Mechanism = Literal[
+    "landlock_fs", "landlock_net", "landlock_scope", "seccomp", "rlimit", "supervisor", "none"
+]
+
+_FIXED_STATUS: Final[dict[str, int]] = {
+    "wall_clock": 124,
+    "not_started": 125,
+    "not_executable": 126,
+    "not_found": 127,
+}
+_RIGHTS: Final[dict[str, frozenset[str]]] = {
+    "landlock_fs": frozenset(get_args(FsRight)),
+    "landlock_net": frozenset(get_args(NetRight)),
+    "landlock_scope": frozenset(get_args(Scope)),
+    "rlimit": frozenset(get_args(RlimitName)),
+}
+
+
+class ExitInfo(CvgModel):
+    """How the run ended: cvg-run's exit status and what it means."""
+
+    status: int = Field(ge=0, le=255, description="cvg-run's own exit status.")
+    meaning: ExitMeaning = Field(
+        description=(
+            "exited: the tool's own status; signaled: 128+N, killed by signal N; "
+            "wall_clock: 124, killed at the wall clock; not_started: 125 (bad or refused "
+            "policy, internal error); not_executable: 126 (including a missing execute "
+            "grant); not_found: 127; limit: the supervisor ended the run at a resource "
+            "limit (e.g. too many processes)."
+        )
+    )
+    signal: int | None = Field(
+        default=None, ge=1, le=64, description="The signal number, when signaled."
+    )
+    detail: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="One line for a person, e.g. the reason a policy was refused.",
+    )
+
+    @model_validator(mode="after")
+    def _status_matches_meaning(self) -> ExitInfo:
+        expected = _FIXED_STATUS.get(self.meaning)
+        if expected is not None and self.status != expected:
+            fail(
+                f"meaning {self.meaning} has exit status {expected}, not {self.status}",
+                at=("status",),
+            )
+        if self.meaning == "signaled":
+            if self.signal is None:
+                fail("meaning signaled needs the signal number", at=("signal",))
+            if self.status != 128 + self.signal:
+                fail(
+                    f"signal {self.signal} gives exit status {128 + self.signal}, "
+                    f"not {self.status}",
+                    at=("status",),
+                )
+        elif self.signal is not None:
+            fail(
+                f"signal is only set when meaning is signaled, not {self.meaning}",
+                at=("signal",),
+            )
+        return self
+
+
+class Timings(CvgModel):
+    """How long the run took."""
+
+    wall_seconds: float = Field(ge=0, description="Elapsed time from start to the end.")
+    cpu_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        description="User plus system CPU time of the tool and its reaped descendants.",
+    )
+
+
+class Scratch(CvgModel):
+    """The run's private `${SCRATCH}` directory."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    kept: bool = Field(description="True when it was kept after the run (--keep-scratch).")
+
+
+class Denial(CvgModel):
+    """One operation the sandbox refused (recorded with `--trace`)."""
+
+    id: Identifier = Field(
+        description="Stable within the record: `d1`, `d2`, ... An explanation cites it.",
+        examples=["d1"],
+    )
+    pid: int | None = Field(default=None, ge=1, le=4_194_304, description="The process.")
+    syscall: SyscallName = Field(description="The refused system call.")
+    op: EventOp | None = Field(default=None, description="What kind of access it was.")
+    path: str | None = Field(default=None, max_length=4096, description="The file, if any.")
+    port: int | None = Field(default=None, ge=0, le=65535, description="The port, if any.")
+    errno: ErrnoName | None = Field(
+        default=None,
+        description="The error the call got; null when the refusal was not an error return.",
+    )
+    mechanism: Mechanism = Field(
+        description=(
+            "What refused it: a Landlock filesystem right, network right or scope, the "
+            "seccomp filter, an rlimit, the supervisor, or none (the call failed for a "
+            "reason of its own)."
+        )
+    )
+    right: str | None = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "The missing right: a Landlock right or scope name for the landlock_* "
+            "mechanisms, an rlimit name for rlimit."
+        ),
+    )
+    rule: RuleAddress | None = Field(
+        default=None,
+        description="The policy rule that would have to grant it, e.g. `filesystem.read`.",
+    )
+    time: float | None = Field(default=None, ge=0, description="Seconds since the epoch.")
+    detail: str | None = Field(
+        default=None, max_length=4096, description="The trace line or other detail."
+    )
+
+    @model_validator(mode="after")
+    def _right_matches_mechanism(self) -> Denial:
+        allowed = _RIGHTS.get(self.mechanism)
+        if self.right is not None and allowed is not None and self.right not in allowed:
+            fail(
+                f"{self.right!r} is not a {self.mechanism} right "
+                f"(one of {', '.join(sorted(allowed))})",
+                at=("right",),
+            )
+        return self
+
+
+class RunRecord(MessageBase):
+    """The record of one cvg-run: what ran under which policy, and how it ended."""
+
+    kind: Literal["cvg.run"] = Field(default="cvg.run", description="Always `cvg.run`.")
+    run_id: Identifier = Field(description="Unique per run; names the record in the state dir.")
+    policy_digest: Digest = Field(description="Digest of the policy the run used.")
+    policy_path: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="The policy file; null for the embedded default policy.",
+    )
+    plan: Plan | None = Field(
+        default=None, description="The plan applied (null when the tool was not started)."
+    )
+    plan_digest: Digest | None = Field(
+        default=None, description="Digest of the plan, when it is stored elsewhere."
+    )
+    plan_path: str | None = Field(
+        default=None, max_length=4096, description="Where the plan is stored (with its digest)."
+    )
+    argv: list[str] = Field(min_length=1, description="The command.")
+    cwd: str = Field(min_length=1, max_length=4096, description="Its working directory.")
+    exit: ExitInfo
+    timings: Timings
+    peak_rss_kb: int | None = Field(
+        default=None, ge=0, le=2**53, description="Largest resident set of any process, KiB."
+    )
+    allow_degraded: bool = Field(default=False, description="Whether --allow-degraded was given.")
+    degraded: list[Degradation] = Field(
+        default_factory=list, description="Every rule that was not enforced."
+    )
+    traced: bool = Field(
+        default=False, description="Whether --trace was on (denials are only complete then)."
+    )
+    denials: list[Denial] = Field(default_factory=list)
+    scratch: Scratch | None = Field(default=None, description="null when none was made.")
+    started: AwareDatetime = Field(strict=False, description="When the run started.")
+    ended: AwareDatetime = Field(strict=False, description="When it ended.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunRecord:
+        if self.plan_path is not None and self.plan_digest is None:
+            fail("plan_path needs plan_digest", at=("plan_digest",))
+        if self.ended < self.started:
+            fail("ended is before started", at=("ended",))
+        seen: set[str] = set()
+        for i, denial in enumerate(self.denials):
+            if denial.id in seen:
+                fail(f"denial id {denial.id!r} is used twice", at=("denials", i, "id"))
+            seen.add(denial.id)
+        return self
+
+    def denial(self, denial_id: str) -> Denial:
+        """The denial with this id; KeyError when there is none."""
+        for d in self.denials:
+            if d.id == denial_id:
+                return d
+        raise KeyError(denial_id)
