@@ -1,0 +1,155 @@
+"""Benchmark cvg-probe: the uncached probe in-process, and the command end to end.
+
+    uv run python benchmarks/bench_probe.py [--runs N]
+
+Runs ``cvg_probe.run_probes()`` N times in this process and ``cvg-probe --no-cache``
+N times as a subprocess (each after one unmeasured warm-up), and records median and
+p95 wall time under the key ``"probe"`` of ``benchmarks/results/<hostname>.json``,
+with the host, kernel, CPU model and Python version. The file is shared with other
+benchmarks: it is read, updated and replaced atomically under a lock, and only the
+``"probe"`` key is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cvg_probe import __version__, run_probes
+from cvg_schema import write_atomic
+
+RESULTS = Path(__file__).resolve().parent / "results"
+KEY = "probe"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def percentile(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def summary(samples: list[float]) -> dict[str, Any]:
+    ms = [s * 1000 for s in samples]
+    return {
+        "runs": len(ms),
+        "median_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(percentile(ms, 95), 2),
+        "min_ms": round(min(ms), 2),
+        "max_ms": round(max(ms), 2),
+    }
+
+
+def measure(fn: Callable[[], object], runs: int) -> list[float]:
+    fn()  # warm-up, not measured
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def cli_command() -> list[str]:
+    beside = Path(sys.executable).parent / "cvg-probe"
+    found = str(beside) if beside.exists() else shutil.which("cvg-probe")
+    return [found] if found else [sys.executable, "-m", "cvg_probe"]
+
+
+def run_cli(argv: list[str]) -> None:
+    subprocess.run(
+        [*argv, "--no-cache"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True
+    )
+
+
+def record(path: Path, entry: dict[str, Any]) -> None:
+    """Set ``entry`` under KEY in ``path``, keeping every other key as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Lock the directory itself: it serialises the benchmarks' read-modify-write
+    # without leaving a lock file behind.
+    lock = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except FileNotFoundError:
+            data = {}
+        except ValueError as e:
+            raise SystemExit(f"bench_probe: {path} is not a JSON object ({e}); not overwriting it")
+        data[KEY] = entry
+        write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
+    finally:
+        os.close(lock)  # releases the lock
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30, help="measured runs of each (default 30)")
+    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
+    facts = run_probes()
+    in_process = measure(run_probes, args.runs)
+    argv = cli_command()
+    cli = measure(lambda: run_cli(argv), args.runs)
+
+    host = socket.gethostname()
+    entry = {
+        "host": host,
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "cvg_probe": __version__,
+        "euid": os.geteuid(),
+        "landlock_abi": facts.landlock_abi,
+        "proven": f"{sum(f.proven for f in facts.features)}/{len(facts.features)}",
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "run_probes_in_process": summary(in_process),
+        "cli_no_cache_subprocess": summary(cli),
+        "cli_command": " ".join([*argv, "--no-cache"]),
+    }
+    path = args.output or RESULTS / f"{host}.json"
+    record(path, entry)
+    for name in ("run_probes_in_process", "cli_no_cache_subprocess"):
+        s = entry[name]
+        print(
+            f"{name:26} median {s['median_ms']:8.2f} ms   p95 {s['p95_ms']:8.2f} ms   "
+            f"(n={s['runs']}, min {s['min_ms']:.2f}, max {s['max_ms']:.2f})"
+        )
+    print(f"written to {path} under {KEY!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from cvg_probe.cli import run
+
+run()

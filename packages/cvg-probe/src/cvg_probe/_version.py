@@ -1,0 +1,3 @@
+"""The cvg-probe version (part of the cache key)."""
+
+__version__ = "0.1.0"
