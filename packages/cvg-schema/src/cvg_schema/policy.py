@@ -137,6 +137,7 @@ class Ipc(CvgModel):
 
 
 MAX_SECONDS: Final = 31_536_000  # 365 days
+MAX_WALL_CLOCK: Final = 604_800  # 7 days, as cvg.plan allows
 MAX_MB: Final = 16_777_216  # 16 TiB
 MAX_OPEN_FILES: Final = 1_048_576  # the kernel's default nr_open
 MAX_PROCESSES: Final = 4_194_304  # the largest pid_max
@@ -148,7 +149,7 @@ class Resources(CvgModel):
     wall_clock_seconds: int = Field(
         default=60,
         ge=1,
-        le=MAX_SECONDS,
+        le=MAX_WALL_CLOCK,
         description="The run is killed (exit 124) after this many seconds.",
     )
     cpu_seconds: int = Field(

@@ -1,0 +1,537 @@
+"""Checks beyond the schema: variables, paths, syscall names and risky grants.
+
+:func:`check` returns :class:`~cvg_policy.errors.Finding` s, each naming its rule by
+address and line. An error makes the policy invalid; a warning says why a valid grant
+is risky, or that a path does not exist here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import platform
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
+
+from cvg_kernel import _syscall_table
+from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, DEFAULT_ENOSYS
+
+from .errors import Finding
+from .load import LoadedPolicy
+from .variables import LATE_BOUND, VARIABLES, expand
+
+__all__ = [
+    "DENY_REASONS",
+    "RISKY_PORTS",
+    "RISKY_WRITES",
+    "check",
+    "errors",
+    "machine_arch",
+    "warnings",
+]
+
+_VAR_RE: Final = re.compile(r"\$\{([^}]*)\}")
+
+# What each call on the default deny list would open if allowed.
+_DENY_GROUPS: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (
+        (
+            "ptrace",
+            "process_vm_readv",
+            "process_vm_writev",
+            "process_madvise",
+            "pidfd_getfd",
+            "kcmp",
+        ),
+        "reads or writes the memory of other processes of the same user (the caller's "
+        "shell, an ssh-agent)",
+    ),
+    (
+        (
+            "mount",
+            "umount2",
+            "pivot_root",
+            "chroot",
+            "open_tree",
+            "move_mount",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "mount_setattr",
+            "statmount",
+            "listmount",
+            "open_tree_attr",
+        ),
+        "changes what paths mean, under the path-based Landlock rules",
+    ),
+    (
+        ("unshare", "setns"),
+        "enters or creates namespaces: user namespaces hand out capabilities and kernel "
+        "attack surface",
+    ),
+    (
+        ("io_uring_setup", "io_uring_enter", "io_uring_register"),
+        "io_uring: operations no seccomp filter sees, and a history of kernel exploits",
+    ),
+    (
+        ("bpf", "perf_event_open", "userfaultfd"),
+        "a large kernel attack surface (userfaultfd turns kernel races into reliable exploits)",
+    ),
+    (
+        ("add_key", "request_key", "keyctl"),
+        "the kernel keyrings, shared by every process of the user (stored credentials)",
+    ),
+    (
+        ("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module"),
+        "replaces or extends the running kernel",
+    ),
+    (
+        ("personality",),
+        "switches off the process's own hardening (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)",
+    ),
+    (
+        ("name_to_handle_at", "open_by_handle_at"),
+        "opens files by inode number, skipping every path check (the 'shocker' escape)",
+    ),
+    (
+        ("execveat",),
+        "executes a descriptor (memfd exec): code that no execute rule saw",
+    ),
+    (
+        (
+            "acct",
+            "swapon",
+            "swapoff",
+            "reboot",
+            "syslog",
+            "quotactl",
+            "fanotify_init",
+            "lookup_dcookie",
+            "vhangup",
+        ),
+        "whole-system administration",
+    ),
+    (
+        ("iopl", "ioperm", "modify_ldt", "uselib"),
+        "x86 I/O ports, the LDT and a.out libraries: hardware and legacy attack surface",
+    ),
+    (
+        (
+            "settimeofday",
+            "clock_settime",
+            "clock_adjtime",
+            "adjtimex",
+            "sethostname",
+            "setdomainname",
+        ),
+        "changes the clock or the host's names, which belong to the whole machine",
+    ),
+    (
+        ("mbind", "migrate_pages", "move_pages"),
+        "NUMA placement, which can move other processes' pages",
+    ),
+)
+
+DENY_REASONS: Final[dict[str, str]] = {
+    name: reason for names, reason in _DENY_GROUPS for name in names
+}
+"""What allowing each call of the default deny list opens, in a few words."""
+
+RISKY_PORTS: Final[dict[int, str]] = {
+    21: "ftp: plain-text file transfer out",
+    22: "ssh: remote shells, tunnels and file copies out",
+    23: "telnet: remote shells",
+    25: "smtp: mail out, a classic exfiltration channel",
+    53: "dns: DNS over TCP, used for tunnelling data out",
+    445: "smb: file shares",
+    465: "smtp (submissions): mail out",
+    587: "smtp (submission): mail out",
+    1080: "socks proxy: relays to any host and port, around the port filter",
+    3128: "http proxy: relays to any host and port, around the port filter",
+    3389: "rdp: remote desktops",
+    4444: "the default port of reverse shells (metasploit)",
+    5900: "vnc: remote desktops",
+    6667: "irc: botnet command and control",
+    6697: "irc over TLS: botnet command and control",
+    9050: "tor socks proxy: anonymous relay to anywhere",
+}
+"""Well-known ports of exfiltration, remote shells and relays, each with its reason."""
+
+RISKY_WRITES: Final[dict[str, str]] = {
+    "/": "the whole filesystem",
+    "/etc": "the system configuration (passwd, sudoers, cron, ld.so.preload)",
+    "/usr": "the system's programs and libraries",
+    "/bin": "the system's programs",
+    "/sbin": "the system's programs",
+    "/lib": "the system's libraries",
+    "/lib64": "the system's libraries",
+    "/boot": "the kernel and boot loader",
+    "/var": "system state, logs and spools",
+    "/home": "every user's home",
+    "/root": "root's home",
+    "/opt": "installed software",
+    "/proc": "process and kernel settings (/proc/sys, other processes' memory)",
+    "/sys": "kernel and device settings",
+    "/dev": "devices (disks, terminals)",
+    "/run": "runtime sockets and pid files (docker, D-Bus, systemd)",
+    "/tmp": "every user's temporary files (use ${SCRATCH}, a private directory per run)",
+}
+"""Trees a write grant should not cover as a whole, with what they hold."""
+
+_SOCKETS: Final[dict[str, str]] = {
+    "/var/run/docker.sock": "the docker socket: root on the host",
+    "/run/docker.sock": "the docker socket: root on the host",
+    "/run/containerd/containerd.sock": "the containerd socket: root on the host",
+    "/run/podman/podman.sock": "the podman socket: root on the host",
+    "/run/dbus/system_bus_socket": "the system D-Bus",
+}
+
+_SECRET_NAMES: Final = re.compile(
+    r"SSH_AUTH_SOCK|TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY",
+    re.IGNORECASE,
+)
+
+_FS_FIELDS: Final = ("read", "write", "execute", "deny")
+_GRANTS: Final = ("read", "write", "execute")
+
+
+def machine_arch() -> str:
+    """This machine's architecture in the syscall table's terms (``x86_64``, ``aarch64``)."""
+    machine = platform.machine()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+
+
+def errors(findings: Iterable[Finding]) -> list[Finding]:
+    """The errors among ``findings``."""
+    return [f for f in findings if f.severity == "error"]
+
+
+def warnings(findings: Iterable[Finding]) -> list[Finding]:
+    """The warnings among ``findings``."""
+    return [f for f in findings if f.severity == "warning"]
+
+
+def _within(inner: str, outer: str) -> bool:
+    """True when ``inner`` is ``outer`` or beneath it (both normalized)."""
+    if outer == "/":
+        return inner.startswith("/")
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _resolve(path: str) -> str:
+    """The path with symlinks resolved (as far as they exist), normalized."""
+    if "${" in path:
+        return os.path.normpath(path)
+    return os.path.realpath(path)
+
+
+class _Checker:
+    def __init__(
+        self,
+        loaded: LoadedPolicy,
+        variables: Mapping[str, str],
+        strict: bool,
+        arch: str,
+        env: Mapping[str, str],
+        abi: int | None,
+    ) -> None:
+        self.loaded = loaded
+        self.policy = loaded.policy
+        self.variables = variables
+        self.strict = strict
+        self.arch = arch
+        self.env = env
+        self.abi = abi
+        self.findings: list[Finding] = []
+
+    def add(self, severity: str, address: str, message: str) -> None:
+        assert severity in ("error", "warning")
+        self.findings.append(
+            Finding(
+                "error" if severity == "error" else "warning",
+                address,
+                message,
+                file=self.loaded.filename,
+                line=self.loaded.line_of(address),
+            )
+        )
+
+    # -- values --------------------------------------------------------------------
+
+    def values(self) -> Iterator[tuple[str, str]]:
+        """Every (address, string) that may hold a variable."""
+        fs = self.policy.filesystem
+        for name in _FS_FIELDS:
+            for i, value in enumerate(getattr(fs, name)):
+                yield f"filesystem.{name}[{i}]", value
+        for key, value in self.policy.environment.set.items():
+            yield _env_address(key), value
+
+    def expanded(self, address: str, value: str) -> str | None:
+        """``value`` with its variables replaced (late-bound ones kept); None after an
+        error or when a variable has no value here (both reported)."""
+        for name in _VAR_RE.findall(value):
+            if name in LATE_BOUND:
+                continue
+            if name not in VARIABLES:
+                known = ", ".join("${" + n + "}" for n in VARIABLES)
+                self.add("error", address, f"unknown variable ${{{name}}} (known: {known})")
+                return None
+            if name not in self.variables:
+                self.add(
+                    "error" if self.strict else "warning",
+                    address,
+                    f"${{{name}}} has no value here, so {value!r} was not checked",
+                )
+                return None
+        try:
+            return expand(value, self.variables)
+        except Exception as e:  # PolicyError: unterminated ${ and the like
+            self.add("error", address, str(getattr(e, "message", e)))
+            return None
+
+    # -- the checks ----------------------------------------------------------------
+
+    def run(self) -> list[Finding]:
+        paths: dict[str, list[tuple[str, str, str]]] = {name: [] for name in _FS_FIELDS}
+        for address, value in self.values():
+            out = self.expanded(address, value)
+            if out is None or not address.startswith("filesystem."):
+                continue
+            field = address.split(".")[1].split("[")[0]
+            path = os.path.normpath(out) if out.startswith("/") else out
+            paths[field].append((address, value, path))
+        for field in _GRANTS:
+            for address, value, path in paths[field]:
+                self.check_exists(address, value, path)
+        for address, value, path in paths["write"]:
+            self.check_write(address, value, path)
+        for field in _GRANTS:
+            for address, value, path in paths[field]:
+                self.check_sockets(address, value, path, field)
+        self.check_write_execute(paths["write"], paths["execute"])
+        self.check_syscalls()
+        self.check_network()
+        self.check_ipc_env()
+        return self.findings
+
+    def check_exists(self, address: str, value: str, path: str) -> None:
+        if "${" in path:  # late bound (${SCRATCH}): it exists only during a run
+            return
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            shown = value if value == path else f"{value} ({path})"
+            if os.path.islink(path):
+                target = os.readlink(path)
+                message = f"{shown} is a symlink to {target}, which does not exist"
+            else:
+                message = f"{shown} does not exist"
+            self.add("error" if self.strict else "warning", address, message)
+        except NotADirectoryError:
+            self.add(
+                "error" if self.strict else "warning",
+                address,
+                f"{value} does not exist (a parent is not a directory)",
+            )
+        except OSError:
+            pass  # no permission to look: it may exist; the kernel will decide
+
+    def check_write(self, address: str, value: str, path: str) -> None:
+        resolved = _resolve(path)
+        shown = value if resolved == value else f"{value} (resolves to {resolved})"
+        home = self.variables.get("HOME")
+        if home and resolved == _resolve(os.path.normpath(home)) and resolved != "/":
+            self.add(
+                "warning",
+                address,
+                f"writes {shown}, the whole home directory: shell startup files, ~/.ssh, "
+                "credentials; grant the few directories the tool needs",
+            )
+            return
+        for tree, holds in RISKY_WRITES.items():
+            if resolved == tree or resolved == _resolve(tree):
+                self.add("warning", address, f"writes {shown} as a whole: {holds}")
+                return
+
+    def socket_paths(self) -> dict[str, str]:
+        """Sockets a grant should not reach: fixed ones, ssh-agent's, the user's D-Bus."""
+        out = dict(_SOCKETS)
+        for path in sorted(glob.glob("/tmp/ssh-*")):
+            out[path] = "an ssh-agent socket directory: the user's ssh keys"
+        auth = self.env.get("SSH_AUTH_SOCK")
+        if auth and auth.startswith("/"):
+            out[os.path.normpath(auth)] = (
+                "the ssh-agent socket ($SSH_AUTH_SOCK): the user's ssh keys"
+            )
+            out[os.path.dirname(os.path.normpath(auth))] = (
+                "the ssh-agent socket's directory ($SSH_AUTH_SOCK): the user's ssh keys"
+            )
+        runtime = self.env.get("XDG_RUNTIME_DIR")
+        if runtime and runtime.startswith("/"):
+            out[os.path.join(os.path.normpath(runtime), "bus")] = "the user's D-Bus session"
+        return out
+
+    def check_sockets(self, address: str, value: str, path: str, field: str) -> None:
+        if "${" in path:
+            return
+        resolved = _resolve(path)
+        if path.startswith("/tmp/ssh-") or resolved.startswith("/tmp/ssh-"):
+            self.add(
+                "warning",
+                address,
+                f"{field} grant on {value}: an ssh-agent socket directory (the user's ssh keys)",
+            )
+            return
+        sockets = self.socket_paths()
+        for sock, what in sockets.items():
+            if _within(path, sock) or _within(resolved, sock) or _within(resolved, _resolve(sock)):
+                self.add("warning", address, f"{field} grant on {value}: {what}")
+                return
+        # A grant on a tree holding a socket reaches it too, if the socket exists here.
+        for sock, what in sockets.items():
+            if os.path.lexists(sock) and (_within(sock, path) or _within(_resolve(sock), resolved)):
+                self.add(
+                    "warning", address, f"{field} grant on {value}, which holds {sock}: {what}"
+                )
+                return
+
+    def check_write_execute(
+        self, writes: list[tuple[str, str, str]], executes: list[tuple[str, str, str]]
+    ) -> None:
+        for e_address, e_value, e_path in executes:
+            e_res = _resolve(e_path)
+            for w_address, w_value, w_path in writes:
+                w_res = _resolve(w_path)
+                if _within(e_res, w_res) or _within(w_res, e_res):
+                    self.add(
+                        "warning",
+                        e_address,
+                        f"execute {e_value} overlaps write {w_value} ({w_address}): the tool "
+                        "can write a program and then run it",
+                    )
+                    break
+
+    def check_syscalls(self) -> None:
+        table = _syscall_table.TABLES.get(self.arch)
+        for i, name in enumerate(self.policy.syscalls.allow):
+            address = f"syscalls.allow[{i}]"
+            if table is None:
+                if i == 0:
+                    self.add(
+                        "warning",
+                        address,
+                        f"no syscall table for {self.arch}: names were not checked",
+                    )
+            elif name not in table and name not in ARCH_SPECIFIC:
+                close = difflib.get_close_matches(name, list(table), n=1, cutoff=0.75)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                self.add("error", address, f"unknown system call {name!r} on {self.arch}{hint}")
+                continue
+            if name in DEFAULT_DENY:
+                reason = DENY_REASONS.get(name, "a call the default deny list closes")
+                self.add("warning", address, f"allowing {name} {_opens(reason)}")
+            elif name in DEFAULT_ENOSYS:
+                self.add(
+                    "warning",
+                    address,
+                    f"{name} is answered ENOSYS whatever the policy says (its flags are out "
+                    "of the filter's reach, so the C library falls back to a call it can "
+                    "check): listing it changes nothing",
+                )
+            elif table is not None:
+                self.add(
+                    "warning",
+                    address,
+                    f"{name} is not on the default deny list: listing it changes nothing",
+                )
+
+    def check_network(self) -> None:
+        net = self.policy.network
+        for field, verb in (("tcp_connect", "connect to"), ("tcp_bind", "listen on")):
+            for i, port in enumerate(getattr(net, field)):
+                reason = RISKY_PORTS.get(port)
+                if reason is not None:
+                    self.add(
+                        "warning",
+                        f"network.{field}[{i}]",
+                        f"may {verb} port {port} on any host: {reason}",
+                    )
+        if net.udp:
+            self.add(
+                "warning",
+                "network.udp",
+                "UDP to any host and port: Landlock filters TCP ports only, so this also "
+                "allows DNS tunnelling and other exfiltration over UDP",
+            )
+        if net.unix and (self.abi is None or self.abi < 9):
+            self.add(
+                "warning",
+                "network.unix",
+                "socket(AF_UNIX) reaches every unix socket on the host (D-Bus, docker, "
+                "ssh-agent): below Landlock ABI 9 no filesystem rule restricts connecting "
+                "to one",
+            )
+
+    def check_ipc_env(self) -> None:
+        if self.policy.ipc.signal_outside:
+            self.add(
+                "warning",
+                "ipc.signal_outside",
+                "may signal (kill, stop) the user's processes outside the sandbox",
+            )
+        for i, name in enumerate(self.policy.environment.pass_):
+            if _SECRET_NAMES.search(name):
+                self.add(
+                    "warning",
+                    f"environment.pass[{i}]",
+                    f"passes {name} from the caller: it looks like a secret or a key agent",
+                )
+
+
+def _opens(reason: str) -> str:
+    return f"opens what the deny list closes: {reason}"
+
+
+def _env_address(key: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"environment.set.{key}"
+    return f'environment.set["{key}"]'
+
+
+def check(
+    loaded: LoadedPolicy,
+    *,
+    variables: Mapping[str, str],
+    strict: bool = False,
+    arch: str | None = None,
+    env: Mapping[str, str] | None = None,
+    abi: int | None = None,
+) -> list[Finding]:
+    """Check a loaded policy beyond its schema; return errors and warnings in order.
+
+    - A variable that is unknown is an error; one with no value in ``variables`` (other
+      than the late-bound ``${SCRATCH}``) is a warning, an error with ``strict``.
+    - A granted path that does not exist is a warning, an error with ``strict``.
+      Symlinks are followed: ``/lib -> usr/lib`` is fine.
+    - A name in ``syscalls.allow`` unknown on ``arch`` (default: this machine) is an
+      error; one from the default deny list is a warning saying what it opens.
+    - Risky grants are warnings with their reason: writing ``/``, ``/etc``, ``/usr``,
+      ``${HOME}``, ``/proc``, ``/sys``, ``/dev``, ``/run`` and the like as a whole; the
+      docker socket or an ssh-agent socket (``env``'s ``SSH_AUTH_SOCK``, default the
+      process environment, and ``/tmp/ssh-*``) in any grant; write and execute on the
+      same tree; well-known exfiltration ports; ``udp`` and ``unix`` (below Landlock
+      ABI 9, or when ``abi`` is unknown); ``signal_outside``; secrets in ``pass``.
+    """
+    checker = _Checker(
+        loaded,
+        variables,
+        strict,
+        arch or machine_arch(),
+        os.environ if env is None else env,
+        abi,
+    )
+    return checker.run()

@@ -1,0 +1,211 @@
+"""Shared fixtures for cvg-policy's compile, expand and explain tests.
+
+Enforcement is proven on the real kernel in a forked child (confinement can never be
+undone, so never in the test process). The pytest python lives under /root (mode
+0700): a child that drops to the unprivileged user must already have imported
+everything it needs, so the child only makes syscalls. This is a minimal copy of
+cvg-kernel's tests/forkrun.py; test modules get it through the ``forkrun`` fixture.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
+from cvg_schema import Facts, Policy, load_policy_dict
+
+UNPRIV_USER = "cvgtest"
+
+
+@dataclass
+class Child:
+    status: int  # waitpid status
+    value: Any  # what the function returned (JSON round-tripped)
+    error: str | None  # traceback text if the function raised
+
+    @property
+    def exitcode(self) -> int | None:
+        return os.waitstatus_to_exitcode(self.status) if os.WIFEXITED(self.status) else None
+
+
+def ensure_unpriv_user() -> pwd.struct_passwd:
+    """Create the unprivileged test user once (requires root)."""
+    try:
+        return pwd.getpwnam(UNPRIV_USER)
+    except KeyError:
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                UNPRIV_USER,
+            ],
+            check=True,
+        )
+        return pwd.getpwnam(UNPRIV_USER)
+
+
+def drop_to(user: pwd.struct_passwd) -> None:
+    os.setgroups([])
+    os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+    os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+
+
+def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None) -> Child:
+    """Fork; in the child drop to ``user`` (if given), call ``fn`` and report its value."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 0
+        try:
+            os.close(r)
+            if user is not None:
+                drop_to(user)
+            payload = {"value": fn()}
+        except BaseException:
+            payload = {"error": traceback.format_exc()}
+            code = 70
+        try:
+            data = json.dumps(payload).encode()
+            while data:
+                data = data[os.write(w, data) :]
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        raw = f.read()
+    _, status = os.waitpid(pid, 0)
+    payload = json.loads(raw) if raw else {}
+    return Child(status=status, value=payload.get("value"), error=payload.get("error"))
+
+
+def attempt(fn: Callable[[], object]) -> str:
+    """``"OK"`` if ``fn`` succeeded, else the errno name of the OSError it raised."""
+    try:
+        fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno or 0, str(e.errno))
+    return "OK"
+
+
+def read_file(path: str) -> Callable[[], bytes]:
+    def read() -> bytes:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return os.read(fd, 4096)
+        finally:
+            os.close(fd)
+
+    return read
+
+
+@pytest.fixture
+def forkrun() -> SimpleNamespace:
+    """The fork helpers: ``in_child``, ``attempt``, ``read_file``."""
+    return SimpleNamespace(in_child=in_child, attempt=attempt, read_file=read_file)
+
+
+def _identities() -> list[str]:
+    return ["root", "unpriv"] if os.geteuid() == 0 else ["self"]
+
+
+@pytest.fixture(params=_identities())
+def identity(request: pytest.FixtureRequest) -> pwd.struct_passwd | None:
+    """Run an enforcement test as root and as an unprivileged user (None: stay as is)."""
+    if request.param == "unpriv":
+        return ensure_unpriv_user()
+    return None
+
+
+@pytest.fixture
+def world_dir() -> Iterator[Path]:
+    """A scratch directory any test identity can use (tmp_path is 0700 root)."""
+    d = Path(tempfile.mkdtemp(prefix="cvg-policy-test-"))
+    d.chmod(0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def make_policy(**sections: Any) -> Policy:
+    return load_policy_dict({"version": 1, **sections})
+
+
+ALL_FEATURES: tuple[str, ...] = (
+    *(f"landlock.fs.{r}" for r in FS_RIGHTS),
+    *(f"landlock.net.{r}" for r in NET_RIGHTS),
+    *(f"landlock.scope.{s}" for s in SCOPES),
+    "seccomp.filter",
+    "rlimit.cpu",
+    "rlimit.as",
+    "rlimit.fsize",
+    "rlimit.nofile",
+    "rlimit.nproc",
+)
+
+
+def make_facts(
+    abi: int,
+    *,
+    unproven: tuple[str, ...] = (),
+    absent: tuple[str, ...] = (),
+    cap: int | None = None,
+    arch: str = "x86_64",
+    euid: int = 1000,
+) -> Facts:
+    """Facts for Landlock ABI ``abi``: every feature that ABI has is proven, except
+    ``unproven`` (listed, failed) and ``absent`` (not listed at all)."""
+    features = []
+    for name in ALL_FEATURES:
+        if name in absent:
+            continue
+        kind, _, right = name.partition(".")
+        needs = 0
+        if kind == "landlock":
+            table, _, rname = right.partition(".")
+            needs = {"fs": FS_RIGHTS, "net": NET_RIGHTS, "scope": SCOPES}[table][rname].abi
+        proven = needs <= abi and name not in unproven
+        feature: dict[str, Any] = {"name": name, "proven": proven, "how": "test"}
+        if not proven:
+            feature["error"] = "not available in this test"
+        features.append(feature)
+    return Facts.model_validate(
+        {
+            "kind": "cvg.facts",
+            "kernel": "6.8.0-test",
+            "arch": arch,
+            "landlock_abi": abi,
+            "landlock_abi_cap": cap,
+            "euid": euid,
+            "features": features,
+            "probed_at": datetime(2025, 1, 1, tzinfo=UTC),
+        }
+    )
+
+
+@pytest.fixture
+def policy_factory() -> Callable[..., Policy]:
+    return make_policy
+
+
+@pytest.fixture
+def facts_factory() -> Callable[..., Facts]:
+    return make_facts
