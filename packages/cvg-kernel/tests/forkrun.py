@@ -46,8 +46,14 @@ def ensure_unpriv_user() -> pwd.struct_passwd:
         return pwd.getpwnam(UNPRIV_USER)
     except KeyError:
         subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             UNPRIV_USER],
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                UNPRIV_USER,
+            ],
             check=True,
         )
         return pwd.getpwnam(UNPRIV_USER)
@@ -59,8 +65,9 @@ def drop_to(user: pwd.struct_passwd) -> None:
     os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
 
 
-def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None,
-             timeout: float = 30.0) -> Child:
+def in_child(
+    fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None, timeout: float = 30.0
+) -> Child:
     """Fork; in the child drop to ``user`` (if given), call ``fn`` and report."""
     r, w = os.pipe()
     pid = os.fork()
@@ -77,7 +84,7 @@ def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None,
         try:
             data = json.dumps(payload).encode()
             while data:
-                data = data[os.write(w, data):]
+                data = data[os.write(w, data) :]
         finally:
             os._exit(code)
     os.close(w)
@@ -118,8 +125,13 @@ class Spawned:
         return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
 
 
-def spawn(fn: Callable[[], int], *, user: pwd.struct_passwd | None = None,
-          stdin: bytes = b"", before: Callable[[], None] | None = None) -> Spawned:
+def spawn(
+    fn: Callable[[], int],
+    *,
+    user: pwd.struct_passwd | None = None,
+    stdin: bytes = b"",
+    before: Callable[[], None] | None = None,
+) -> Spawned:
     """Fork; the child drops to ``user``, runs ``before`` then ``fn`` (which may
     exec) with stdio on pipes; ``fn``'s return value becomes the exit status."""
     in_r, in_w = os.pipe()

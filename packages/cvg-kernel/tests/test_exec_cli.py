@@ -49,16 +49,19 @@ def test_denies_read_outside_grants_and_allows_granted(files: Path, identity) ->
         landlock=landlock({"path": str(files / "granted.txt"), "access": ["read_file"]}),
     )
     # The oracle first: with no sandbox the secret is readable by this identity.
-    bare = spawn(lambda: os.execv("/usr/bin/cat", ["cat", str(files / "secret.txt")]),
-                 user=identity)
+    bare = spawn(
+        lambda: os.execv("/usr/bin/cat", ["cat", str(files / "secret.txt")]), user=identity
+    )
     assert (bare.exitcode, bare.stdout) == (0, b"secret\n")
 
-    ok = spawn(lambda: main(["--plan", str(plan), "--", "cat", str(files / "granted.txt")]),
-               user=identity)
+    ok = spawn(
+        lambda: main(["--plan", str(plan), "--", "cat", str(files / "granted.txt")]), user=identity
+    )
     assert (ok.exitcode, ok.stdout) == (0, b"granted\n"), ok.stderr
 
-    denied = spawn(lambda: main(["--plan", str(plan), "--", "cat", str(files / "secret.txt")]),
-                   user=identity)
+    denied = spawn(
+        lambda: main(["--plan", str(plan), "--", "cat", str(files / "secret.txt")]), user=identity
+    )
     assert denied.exitcode == 1
     assert denied.stdout == b""
     assert b"Permission denied" in denied.stderr
@@ -66,8 +69,7 @@ def test_denies_read_outside_grants_and_allows_granted(files: Path, identity) ->
 
 def test_plan_from_stdin(files: Path, identity) -> None:
     plan = plan_file(files, landlock=landlock())
-    r = spawn(lambda: main(["--plan", "-", "--", "true"]), user=identity,
-              stdin=plan.read_bytes())
+    r = spawn(lambda: main(["--plan", "-", "--", "true"]), user=identity, stdin=plan.read_bytes())
     assert r.exitcode == 0, r.stderr
 
 
@@ -76,8 +78,7 @@ def test_plan_from_stdin(files: Path, identity) -> None:
     [(["no-such-command-cvg"], 127), (["/nonexistent/bin/x"], 127)],
 )
 def test_not_found_is_127(files: Path, identity, argv: list[str], code: int) -> None:
-    plan = plan_file(files, landlock=landlock(),
-                     environment={"set": {"PATH": "/usr/bin"}})
+    plan = plan_file(files, landlock=landlock(), environment={"set": {"PATH": "/usr/bin"}})
     r = spawn(lambda: main(["--plan", str(plan), "--", *argv]), user=identity)
     assert r.exitcode == code, r.stderr
     assert r.stderr.startswith(b"cvg-exec: ")
@@ -85,8 +86,9 @@ def test_not_found_is_127(files: Path, identity, argv: list[str], code: int) -> 
 
 def test_missing_execute_grant_is_126(files: Path, identity) -> None:
     # /usr readable but not executable: the kernel refuses the exec itself.
-    plan = plan_file(files, landlock={"fs_rules": [
-        {"path": "/usr", "access": ["read_file", "read_dir"]}]})
+    plan = plan_file(
+        files, landlock={"fs_rules": [{"path": "/usr", "access": ["read_file", "read_dir"]}]}
+    )
     bare = spawn(lambda: os.execv("/usr/bin/true", ["true"]), user=identity)
     assert bare.exitcode == 0
     r = spawn(lambda: main(["--plan", str(plan), "--", "/usr/bin/true"]), user=identity)
@@ -101,15 +103,25 @@ def test_missing_execute_grant_is_126(files: Path, identity) -> None:
         ('{"kind": "cvg.policy", "schema_version": "1.0"}', b"$.kind"),
         ('{"kind": "cvg.plan", "schema_version": "2.0"}', b"not supported"),
         ('{"kind": "cvg.plan", "schema_version": "1.0", "landlok": {}}', b"$.landlok"),
-        ('{"kind": "cvg.plan", "schema_version": "1.0", "landlock": {"fs_rules": '
-         '[{"path": "${NOPE}/x", "access": ["read_file"]}]}}', b"unknown variable ${NOPE}"),
-        ('{"kind": "cvg.plan", "schema_version": "1.0", "landlock": {"fs_rules": '
-         '[{"path": "/usr", "access": ["reed_file"]}]}}', b"reed_file"),
-        ('{"kind": "cvg.plan", "schema_version": "1.0", "seccomp": {"deny": ["no_such_call"]}}',
-         b"no_such_call"),
+        (
+            '{"kind": "cvg.plan", "schema_version": "1.0", "landlock": {"fs_rules": '
+            '[{"path": "${NOPE}/x", "access": ["read_file"]}]}}',
+            b"unknown variable ${NOPE}",
+        ),
+        (
+            '{"kind": "cvg.plan", "schema_version": "1.0", "landlock": {"fs_rules": '
+            '[{"path": "/usr", "access": ["reed_file"]}]}}',
+            b"reed_file",
+        ),
+        (
+            '{"kind": "cvg.plan", "schema_version": "1.0", "seccomp": {"deny": ["no_such_call"]}}',
+            b"no_such_call",
+        ),
         ('{"kind": "cvg.plan", "schema_version": "1.0", "rlimits": {"bogus": 1}}', b"bogus"),
-        ('{"kind": "cvg.plan", "schema_version": "1.0", "capabilities": {"keep": ["CAP_X"]}}',
-         b"CAP_X"),
+        (
+            '{"kind": "cvg.plan", "schema_version": "1.0", "capabilities": {"keep": ["CAP_X"]}}',
+            b"CAP_X",
+        ),
     ],
 )
 def test_bad_plan_is_one_line_and_125(world_dir: Path, text: str, message: bytes) -> None:
@@ -135,8 +147,11 @@ def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_environment_comes_from_the_plan_alone(files: Path, identity) -> None:
-    plan = plan_file(files, landlock=landlock(), environment={
-        "set": {"PATH": "/usr/bin", "GREETING": "${SCRATCH}/hi"}, "pass": ["LANG"]})
+    plan = plan_file(
+        files,
+        landlock=landlock(),
+        environment={"set": {"PATH": "/usr/bin", "GREETING": "${SCRATCH}/hi"}, "pass": ["LANG"]},
+    )
 
     def run() -> int:
         os.environ["CVG_TEST_SECRET"] = "hunter2"
@@ -146,7 +161,10 @@ def test_environment_comes_from_the_plan_alone(files: Path, identity) -> None:
     r = spawn(run, user=identity)
     assert r.exitcode == 0, r.stderr
     assert sorted(r.stdout.decode().splitlines()) == [
-        "GREETING=/s/hi", "LANG=C.UTF-8", "PATH=/usr/bin"]
+        "GREETING=/s/hi",
+        "LANG=C.UTF-8",
+        "PATH=/usr/bin",
+    ]
 
 
 def test_inherited_descriptor_is_closed(files: Path, identity) -> None:
@@ -158,11 +176,15 @@ def test_inherited_descriptor_is_closed(files: Path, identity) -> None:
         os.dup2(fd, 5, inheritable=True)
 
     # Oracle: without cvg-exec, the shell reads the inherited descriptor.
-    bare = spawn(lambda: os.execv("/usr/bin/sh", ["sh", "-c", "cat <&5"]), user=identity,
-                 before=open_fd5)
+    bare = spawn(
+        lambda: os.execv("/usr/bin/sh", ["sh", "-c", "cat <&5"]), user=identity, before=open_fd5
+    )
     assert bare.stdout == b"granted\n"
-    r = spawn(lambda: main(["--plan", str(plan), "--", "sh", "-c", "cat <&5"]),
-              user=identity, before=open_fd5)
+    r = spawn(
+        lambda: main(["--plan", str(plan), "--", "sh", "-c", "cat <&5"]),
+        user=identity,
+        before=open_fd5,
+    )
     assert r.exitcode != 0 and r.stdout == b""
     assert b"5" in r.stderr  # "sh: 1: 5: Bad file descriptor"
 
@@ -177,8 +199,7 @@ def _status(text: bytes) -> dict[str, str]:
 
 def test_no_capabilities_nnp_and_seccomp(files: Path, identity) -> None:
     plan = plan_file(files, landlock=landlock({"path": "/proc", "access": ["read_file"]}))
-    r = spawn(lambda: main(["--plan", str(plan), "--", "cat", "/proc/self/status"]),
-              user=identity)
+    r = spawn(lambda: main(["--plan", str(plan), "--", "cat", "/proc/self/status"]), user=identity)
     assert r.exitcode == 0, r.stderr
     st = _status(r.stdout)
     assert st["CapEff"] == st["CapPrm"] == st["CapInh"] == st["CapAmb"] == "0000000000000000"
@@ -194,15 +215,20 @@ def test_rlimits_bite(files: Path, identity) -> None:
     out = files / "out"
     out.mkdir()
     out.chmod(0o777)
-    plan = plan_file(files, landlock=landlock({"path": str(out), "access": [
-        "write_file", "make_reg", "read_file", "read_dir"]}),
-        rlimits={"fsize": 4096, "nofile": 64})
+    plan = plan_file(
+        files,
+        landlock=landlock(
+            {"path": str(out), "access": ["write_file", "make_reg", "read_file", "read_dir"]}
+        ),
+        rlimits={"fsize": 4096, "nofile": 64},
+    )
     big = f"yes | head -c 100000 > {out}/big"
-    bare = spawn(lambda: os.execv("/usr/bin/sh", ["sh", "-c", big + "2"]),
-                 user=identity)
+    bare = spawn(lambda: os.execv("/usr/bin/sh", ["sh", "-c", big + "2"]), user=identity)
     assert bare.exitcode == 0 and (out / "big2").stat().st_size == 100000
-    r = spawn(lambda: main(["--plan", str(plan), "--", "sh", "-c", "ulimit -c; ulimit -n; " + big]),
-              user=identity)
+    r = spawn(
+        lambda: main(["--plan", str(plan), "--", "sh", "-c", "ulimit -c; ulimit -n; " + big]),
+        user=identity,
+    )
     assert r.stdout.split() == [b"0", b"64"], r.stderr
     # The shell's child dies of SIGXFSZ at the 4 KiB file-size limit.
     assert (out / "big").stat().st_size == 4096

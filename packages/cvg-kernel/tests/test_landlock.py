@@ -167,9 +167,23 @@ def signal_probe(identity: Identity, rs: Ruleset | None) -> dict[str, str]:
 # ------------------------------------------------------------------------ negotiation
 
 ALL_FS = [
-    "execute", "write_file", "read_file", "read_dir", "remove_dir", "remove_file",
-    "make_char", "make_dir", "make_reg", "make_sock", "make_fifo", "make_block", "make_sym",
-    "refer", "truncate", "ioctl_dev", "resolve_unix",
+    "execute",
+    "write_file",
+    "read_file",
+    "read_dir",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+    "truncate",
+    "ioctl_dev",
+    "resolve_unix",
 ]
 ALL_NET = ["bind_tcp", "connect_tcp"]
 ALL_SCOPES = ["abstract_unix_socket", "signal"]
@@ -177,17 +191,33 @@ ALL_FLAGS = ["log_same_exec_off", "log_new_exec_on", "log_subdomains_off", "tsyn
 
 # Written out by hand from the kernel's history (KERNEL-NOTES.md section 1), not
 # derived from the module's tables, so a wrong table entry fails here.
-FS_MASK_AT = {0: 0, 1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1,
-              5: (1 << 16) - 1, 6: (1 << 16) - 1, 7: (1 << 16) - 1, 8: (1 << 16) - 1,
-              9: (1 << 17) - 1}
+FS_MASK_AT = {
+    0: 0,
+    1: (1 << 13) - 1,
+    2: (1 << 14) - 1,
+    3: (1 << 15) - 1,
+    4: (1 << 15) - 1,
+    5: (1 << 16) - 1,
+    6: (1 << 16) - 1,
+    7: (1 << 16) - 1,
+    8: (1 << 16) - 1,
+    9: (1 << 17) - 1,
+}
 ABI1_FS = {f"fs.{n}" for n in ALL_FS[:13]}
 NET = {"net.bind_tcp", "net.connect_tcp"}
 SCOPE = {"scope.abstract_unix_socket", "scope.signal"}
 LOGF = {"flag.log_same_exec_off", "flag.log_new_exec_on", "flag.log_subdomains_off"}
 DROPPED_AT = {
-    0: ABI1_FS | {"fs.refer", "fs.truncate", "fs.ioctl_dev", "fs.resolve_unix"} | NET | SCOPE
-    | LOGF | {"flag.tsync", "landlock"},
-    1: {"fs.refer", "fs.truncate", "fs.ioctl_dev", "fs.resolve_unix"} | NET | SCOPE | LOGF
+    0: ABI1_FS
+    | {"fs.refer", "fs.truncate", "fs.ioctl_dev", "fs.resolve_unix"}
+    | NET
+    | SCOPE
+    | LOGF
+    | {"flag.tsync", "landlock"},
+    1: {"fs.refer", "fs.truncate", "fs.ioctl_dev", "fs.resolve_unix"}
+    | NET
+    | SCOPE
+    | LOGF
     | {"flag.tsync"},
     2: {"fs.truncate", "fs.ioctl_dev", "fs.resolve_unix"} | NET | SCOPE | LOGF | {"flag.tsync"},
     3: {"fs.ioctl_dev", "fs.resolve_unix"} | NET | SCOPE | LOGF | {"flag.tsync"},
@@ -212,8 +242,14 @@ def test_negotiate_all_never_drops(abi: int) -> None:
 
 @pytest.mark.parametrize("abi", range(10))
 def test_negotiate_explicit_drops_exactly_what_the_abi_lacks(abi: int) -> None:
-    neg = ll.negotiate(abi, handled_fs=ALL_FS, handled_net=ALL_NET, scoped=ALL_SCOPES,
-                       flags=ALL_FLAGS, best_effort=True)
+    neg = ll.negotiate(
+        abi,
+        handled_fs=ALL_FS,
+        handled_net=ALL_NET,
+        scoped=ALL_SCOPES,
+        flags=ALL_FLAGS,
+        best_effort=True,
+    )
     items = [d.item for d in neg.dropped]
     assert set(items) == DROPPED_AT[abi]
     assert len(items) == len(set(items))
@@ -224,11 +260,16 @@ def test_negotiate_explicit_drops_exactly_what_the_abi_lacks(abi: int) -> None:
             assert f"this kernel offers {abi}" in d.reason
     if abi < 9:
         with pytest.raises(LandlockError, match="cannot honour"):
-            ll.negotiate(abi, handled_fs=ALL_FS, handled_net=ALL_NET, scoped=ALL_SCOPES,
-                         flags=ALL_FLAGS)
+            ll.negotiate(
+                abi, handled_fs=ALL_FS, handled_net=ALL_NET, scoped=ALL_SCOPES, flags=ALL_FLAGS
+            )
     else:
-        assert ll.negotiate(abi, handled_fs=ALL_FS, handled_net=ALL_NET, scoped=ALL_SCOPES,
-                            flags=ALL_FLAGS).dropped == ()
+        assert (
+            ll.negotiate(
+                abi, handled_fs=ALL_FS, handled_net=ALL_NET, scoped=ALL_SCOPES, flags=ALL_FLAGS
+            ).dropped
+            == ()
+        )
 
 
 def test_negotiate_abi4_reason_and_rules() -> None:
@@ -243,10 +284,14 @@ def test_negotiate_abi4_reason_and_rules() -> None:
         abi_note=f"capped by {ll.ABI_ENV}=4",
     )
     assert neg.dropped == (
-        Dropped("fs.ioctl_dev",
-                "needs Landlock ABI 5; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)"),
-        Dropped("scope.signal",
-                "needs Landlock ABI 6; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)"),
+        Dropped(
+            "fs.ioctl_dev",
+            "needs Landlock ABI 5; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)",
+        ),
+        Dropped(
+            "scope.signal",
+            "needs Landlock ABI 6; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)",
+        ),
     )
     assert neg.handled_fs == ll.FS_RIGHTS["read_file"].mask
     assert neg.handled_net == 0b11 and neg.scoped == 0
@@ -257,16 +302,18 @@ def test_negotiate_abi4_reason_and_rules() -> None:
 
 
 def test_negotiate_abi6_keeps_scopes_drops_log_flags() -> None:
-    neg = ll.negotiate(6, scoped=["signal", "abstract_unix_socket"],
-                       flags=["log_new_exec_on"], best_effort=True)
+    neg = ll.negotiate(
+        6, scoped=["signal", "abstract_unix_socket"], flags=["log_new_exec_on"], best_effort=True
+    )
     assert neg.scoped == 0b11
     assert [d.item for d in neg.dropped] == ["flag.log_new_exec_on"]
     assert neg.flags == 0
 
 
 def test_negotiate_abi3_drops_net_and_net_rules() -> None:
-    neg = ll.negotiate(3, handled_net=["connect_tcp"], net_rules=[(80, ["connect_tcp"])],
-                       best_effort=True)
+    neg = ll.negotiate(
+        3, handled_net=["connect_tcp"], net_rules=[(80, ["connect_tcp"])], best_effort=True
+    )
     assert [d.item for d in neg.dropped] == ["net.connect_tcp"]
     assert neg.handled_net == 0 and neg.net_rules == ()
     assert [d.item for d in neg.skipped] == ["net_rule 80"]
@@ -312,8 +359,9 @@ def test_negotiate_rejects_bad_names(kwargs: dict[str, Any], bad: str) -> None:
 def test_negotiate_empty_ruleset() -> None:
     with pytest.raises(LandlockError, match="nothing is left to restrict"):
         ll.negotiate(7, handled_fs=[], handled_net=[], scoped=[])
-    neg = ll.negotiate(3, handled_fs=[], scoped=["signal"], flags=["log_new_exec_on"],
-                       best_effort=True)
+    neg = ll.negotiate(
+        3, handled_fs=[], scoped=["signal"], flags=["log_new_exec_on"], best_effort=True
+    )
     assert not neg.enforced
     assert "landlock" in [d.item for d in neg.dropped]
 
@@ -333,7 +381,9 @@ def test_kernel_abi_and_env_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ll.effective_abi() == (KERNEL_ABI, f"kernel offers ABI {KERNEL_ABI}")
     monkeypatch.setenv(ll.ABI_ENV, "1")
     assert ll.effective_abi() == (
-        1, f"kernel offers ABI {KERNEL_ABI}, capped to 1 by CVG_LANDLOCK_ABI_MAX=1")
+        1,
+        f"kernel offers ABI {KERNEL_ABI}, capped to 1 by CVG_LANDLOCK_ABI_MAX=1",
+    )
     monkeypatch.setenv(ll.ABI_ENV, "99")
     abi, why = ll.effective_abi()
     assert abi == KERNEL_ABI and "does not lower it" in why
@@ -357,9 +407,12 @@ def test_build_reports_cap_in_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
         Ruleset.build(scoped=["signal"])
     with Ruleset.build(handled_fs=["read_file", "ioctl_dev"], best_effort=True) as rs:
         assert rs.abi == 4 and rs.fd >= 0
-        assert rs.dropped == [Dropped(
-            "fs.ioctl_dev",
-            "needs Landlock ABI 5; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)")]
+        assert rs.dropped == [
+            Dropped(
+                "fs.ioctl_dev",
+                "needs Landlock ABI 5; this kernel offers 4 (capped by CVG_LANDLOCK_ABI_MAX=4)",
+            )
+        ]
 
 
 @pytest.mark.skipif(KERNEL_ABI >= 9, reason="needs a kernel older than ABI 9")
@@ -371,12 +424,14 @@ def test_kernel_error_names_syscall_and_errno() -> None:
 
 def test_missing_path_and_file_mask_do_not_fail(world_dir: Path) -> None:
     tree(world_dir, files=("f",))
-    with Ruleset.build(fs_rules=[
-        (str(world_dir / "absent"), ["read_file"]),
-        (str(world_dir / "f" / "below-a-file"), ["read_file"]),
-        (str(world_dir / "f"), ["read_dir", "make_reg"]),
-        (str(world_dir / "f"), ["read_file", "read_dir"]),
-    ]) as rs:
+    with Ruleset.build(
+        fs_rules=[
+            (str(world_dir / "absent"), ["read_file"]),
+            (str(world_dir / "f" / "below-a-file"), ["read_file"]),
+            (str(world_dir / "f"), ["read_dir", "make_reg"]),
+            (str(world_dir / "f"), ["read_file", "read_dir"]),
+        ]
+    ) as rs:
         assert [d.item for d in rs.skipped] == [
             f"fs_rule {world_dir / 'absent'}",
             f"fs_rule {world_dir / 'f' / 'below-a-file'}",
@@ -410,8 +465,12 @@ def test_restrict_self_without_no_new_privs_is_eperm() -> None:
 def test_read_file(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no", files=("ok/f", "no/f"))
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["read_file"])]) as rs:
-        check(identity, rs, {"ok": read(world_dir / "ok/f"), "no": read(world_dir / "no/f")},
-              {"ok": "OK", "no": "EACCES"})
+        check(
+            identity,
+            rs,
+            {"ok": read(world_dir / "ok/f"), "no": read(world_dir / "no/f")},
+            {"ok": "OK", "no": "EACCES"},
+        )
 
 
 def test_rule_on_file_masks_dir_rights(identity: Identity, world_dir: Path) -> None:
@@ -419,17 +478,26 @@ def test_rule_on_file_masks_dir_rights(identity: Identity, world_dir: Path) -> N
     # read_dir on a file would make the kernel refuse the rule (EINVAL) if not masked.
     with Ruleset.build(fs_rules=[(str(world_dir / "f"), ["read_file", "read_dir"])]) as rs:
         assert rs.fs_rules == [(str(world_dir / "f"), ll.FS_RIGHTS["read_file"].mask)]
-        check(identity, rs, {"f": read(world_dir / "f"), "g": read(world_dir / "g")},
-              {"f": "OK", "g": "EACCES"})
+        check(
+            identity,
+            rs,
+            {"f": read(world_dir / "f"), "g": read(world_dir / "g")},
+            {"f": "OK", "g": "EACCES"},
+        )
 
 
 def test_read_dir(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no", files=("ok/f", "no/f"))
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["read_dir"])]) as rs:
-        check(identity, rs,
-              {"ok": lambda: os.listdir(world_dir / "ok"),
-               "no": lambda: os.listdir(world_dir / "no")},
-              {"ok": "OK", "no": "EACCES"})
+        check(
+            identity,
+            rs,
+            {
+                "ok": lambda: os.listdir(world_dir / "ok"),
+                "no": lambda: os.listdir(world_dir / "no"),
+            },
+            {"ok": "OK", "no": "EACCES"},
+        )
 
 
 def test_write_file(identity: Identity, world_dir: Path) -> None:
@@ -446,26 +514,41 @@ def test_write_file(identity: Identity, world_dir: Path) -> None:
         return op
 
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["write_file"])]) as rs:
-        check(identity, rs, {"ok": write(world_dir / "ok/f"), "no": write(world_dir / "no/f")},
-              {"ok": "OK", "no": "EACCES"})
+        check(
+            identity,
+            rs,
+            {"ok": write(world_dir / "ok/f"), "no": write(world_dir / "no/f")},
+            {"ok": "OK", "no": "EACCES"},
+        )
 
 
 def test_make_reg(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no")
     ok, no = world_dir / "ok/new", world_dir / "no/new"
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["make_reg"])]) as rs:
-        check(identity, rs,
-              {"ok": lambda: os.mknod(ok, stat.S_IFREG | 0o600),
-               "no": lambda: os.mknod(no, stat.S_IFREG | 0o600)},
-              {"ok": "OK", "no": "EACCES"}, setup=lambda: rm(ok, no))
+        check(
+            identity,
+            rs,
+            {
+                "ok": lambda: os.mknod(ok, stat.S_IFREG | 0o600),
+                "no": lambda: os.mknod(no, stat.S_IFREG | 0o600),
+            },
+            {"ok": "OK", "no": "EACCES"},
+            setup=lambda: rm(ok, no),
+        )
 
 
 def test_remove_file(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no")
     ok, no = world_dir / "ok/f", world_dir / "no/f"
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["remove_file"])]) as rs:
-        check(identity, rs, {"ok": ok.unlink, "no": no.unlink}, {"ok": "OK", "no": "EACCES"},
-              setup=lambda: tree(world_dir, files=("ok/f", "no/f")))
+        check(
+            identity,
+            rs,
+            {"ok": ok.unlink, "no": no.unlink},
+            {"ok": "OK", "no": "EACCES"},
+            setup=lambda: tree(world_dir, files=("ok/f", "no/f")),
+        )
 
 
 @needs_abi[3]
@@ -473,10 +556,13 @@ def test_truncate(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no")
     ok, no = world_dir / "ok/f", world_dir / "no/f"
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["truncate"])]) as rs:
-        check(identity, rs,
-              {"ok": lambda: os.truncate(ok, 0), "no": lambda: os.truncate(no, 0)},
-              {"ok": "OK", "no": "EACCES"},
-              setup=lambda: tree(world_dir, files=("ok/f", "no/f")))
+        check(
+            identity,
+            rs,
+            {"ok": lambda: os.truncate(ok, 0), "no": lambda: os.truncate(no, 0)},
+            {"ok": "OK", "no": "EACCES"},
+            setup=lambda: tree(world_dir, files=("ok/f", "no/f")),
+        )
 
 
 @needs_abi[2]
@@ -484,16 +570,17 @@ def test_refer(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "a", "b")
     src, dst = world_dir / "a/f", world_dir / "b/f"
     same_src, same_dst = world_dir / "a/g", world_dir / "a/h"
-    ops: Ops = {"cross": lambda: os.rename(src, dst),
-                "same": lambda: os.rename(same_src, same_dst)}
+    ops: Ops = {"cross": lambda: os.rename(src, dst), "same": lambda: os.rename(same_src, same_dst)}
 
     def setup() -> None:
         rm(dst, same_dst)
         tree(world_dir, files=("a/f", "a/g"))
 
     base = ["remove_file", "make_reg"]
-    with Ruleset.build(fs_rules=[(str(world_dir), [*base, "refer"])]) as granted, \
-            Ruleset.build(fs_rules=[(str(world_dir), base)]) as denied:
+    with (
+        Ruleset.build(fs_rules=[(str(world_dir), [*base, "refer"])]) as granted,
+        Ruleset.build(fs_rules=[(str(world_dir), base)]) as denied,
+    ):
         check(identity, granted, ops, {"cross": "OK", "same": "OK"}, setup=setup)
         check(identity, denied, ops, {"cross": "EXDEV", "same": "OK"}, setup=setup)
 
@@ -512,16 +599,17 @@ def test_refer_at_abi1_always_denied(
     # The rule asks for refer; ABI 1 cannot handle it, so it cannot be granted either.
     with Ruleset.build(fs_rules=[(str(world_dir), ["remove_file", "make_reg", "refer"])]) as rs:
         assert rs.abi == 1 and rs.dropped == []
-        check(identity, rs, {"cross": lambda: os.rename(src, dst)}, {"cross": "EXDEV"},
-              setup=setup)
+        check(identity, rs, {"cross": lambda: os.rename(src, dst)}, {"cross": "EXDEV"}, setup=setup)
 
 
 def test_make_char(identity: Identity, world_dir: Path) -> None:
     tree(world_dir, "ok", "no")
     ok, no = world_dir / "ok/null", world_dir / "no/null"
     dev = os.makedev(1, 3)
-    ops: Ops = {"ok": lambda: os.mknod(ok, stat.S_IFCHR | 0o666, dev),
-                "no": lambda: os.mknod(no, stat.S_IFCHR | 0o666, dev)}
+    ops: Ops = {
+        "ok": lambda: os.mknod(ok, stat.S_IFCHR | 0o666, dev),
+        "no": lambda: os.mknod(no, stat.S_IFCHR | 0o666, dev),
+    }
     privileged = identity is None and os.geteuid() == 0
     # Without CAP_MKNOD the kernel says EPERM; Landlock's check comes first and says EACCES.
     unconfined = "OK" if privileged else "EPERM"
@@ -553,9 +641,11 @@ def test_execute(identity: Identity) -> None:
     read_usr = ("/usr", ["read_file", "read_dir"])
     cache = ("/etc/ld.so.cache", ["read_file"])
     ops: Ops = {"true": run_true}
-    with Ruleset.build(fs_rules=[("/usr", ["read_file", "read_dir", "execute"]), cache]) as ok, \
-            Ruleset.build(fs_rules=[read_usr, cache]) as no, \
-            Ruleset.build(fs_rules=[read_usr, cache, ("/usr/bin/true", ["execute"])]) as half:
+    with (
+        Ruleset.build(fs_rules=[("/usr", ["read_file", "read_dir", "execute"]), cache]) as ok,
+        Ruleset.build(fs_rules=[read_usr, cache]) as no,
+        Ruleset.build(fs_rules=[read_usr, cache, ("/usr/bin/true", ["execute"])]) as half,
+    ):
         check(identity, ok, ops, {"true": "OK"})
         check(identity, no, ops, {"true": "EACCES"})
         # The binary alone is not enough: its ELF interpreter needs execute too.
@@ -618,8 +708,11 @@ def test_log_flags_accepted(identity: Identity, world_dir: Path) -> None:
 @needs_abi[6]
 @pytest.mark.parametrize(("cap", "sibling"), [("4", "OK"), ("6", "EPERM")])
 def test_cap_decides_signal_scope(
-    identity: Identity, listeners: tuple[int, int], monkeypatch: pytest.MonkeyPatch,
-    cap: str, sibling: str,
+    identity: Identity,
+    listeners: tuple[int, int],
+    monkeypatch: pytest.MonkeyPatch,
+    cap: str,
+    sibling: str,
 ) -> None:
     a, b = listeners
     monkeypatch.setenv(ll.ABI_ENV, cap)
@@ -634,8 +727,11 @@ def test_cap_decides_signal_scope(
 @needs_abi[3]
 @pytest.mark.parametrize(("cap", "truncate"), [("2", "OK"), ("3", "EACCES"), (None, "EACCES")])
 def test_cap_decides_truncate(
-    identity: Identity, world_dir: Path, monkeypatch: pytest.MonkeyPatch,
-    cap: str | None, truncate: str,
+    identity: Identity,
+    world_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cap: str | None,
+    truncate: str,
 ) -> None:
     tree(world_dir, "ok", "no")
     f = world_dir / "no/f"
@@ -646,6 +742,10 @@ def test_cap_decides_truncate(
     if cap is not None:
         monkeypatch.setenv(ll.ABI_ENV, cap)
     with Ruleset.build(fs_rules=[(str(world_dir / "ok"), ["write_file", "truncate"])]) as rs:
-        check(identity, rs, {"truncate": lambda: os.truncate(f, 0), "write": op_write},
-              {"truncate": truncate, "write": "EACCES"},
-              setup=lambda: tree(world_dir, files=("no/f",)))
+        check(
+            identity,
+            rs,
+            {"truncate": lambda: os.truncate(f, 0), "write": op_write},
+            {"truncate": truncate, "write": "EACCES"},
+            setup=lambda: tree(world_dir, files=("no/f",)),
+        )

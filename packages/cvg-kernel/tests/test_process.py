@@ -104,8 +104,12 @@ def test_subreaper_catches_and_kills_a_setsid_double_fork_daemon() -> None:
                     break
                 time.sleep(0.01)
         os.close(pidfd)
-        return {"ppid": ppid, "found": found, "alive": process.parent_of(daemon) is not None,
-                "me": os.getpid()}
+        return {
+            "ppid": ppid,
+            "found": found,
+            "alive": process.parent_of(daemon) is not None,
+            "me": os.getpid(),
+        }
 
     without = in_child(lambda: supervisor(False)).value
     assert without["ppid"] != without["me"] and not without["found"]
@@ -133,3 +137,41 @@ def test_cloexec_from_marks_inherited_descriptors() -> None:
         return [before, os.get_inheritable(fd), os.get_inheritable(1)]
 
     assert in_child(child).value == [True, False, True]
+
+
+def test_descendants_walk_matches_the_full_scan() -> None:
+    """The fast walk over children files and the portable /proc scan agree on a
+    tree three deep with a thread that has children of its own."""
+
+    def child() -> dict:
+        import threading
+
+        r, w = os.pipe()
+        pids = []
+
+        def spawn_sleeper() -> None:
+            pid = os.fork()
+            if pid == 0:
+                if os.fork() == 0:  # grandchild
+                    os.write(w, b"x")
+                    time.sleep(30)
+                    os._exit(0)
+                time.sleep(30)
+                os._exit(0)
+            pids.append(pid)
+
+        spawn_sleeper()
+        t = threading.Thread(target=spawn_sleeper)  # a child forked by another thread
+        t.start()
+        t.join()
+        os.read(r, 1)
+        os.read(r, 1)
+        fast = sorted(process.descendants(os.getpid()))
+        slow = sorted(process.descendants_by_scan(os.getpid()))
+        for pid in fast:  # grandchildren too: they hold in_child's result pipe
+            os.kill(pid, signal.SIGKILL)
+        return {"fast": fast, "slow": slow}
+
+    got = in_child(child).value
+    assert len(got["fast"]) == 4
+    assert got["fast"] == got["slow"]

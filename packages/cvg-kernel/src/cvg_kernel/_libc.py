@@ -8,11 +8,21 @@ kernel's errno, never as a silent -1.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 
-libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+def _load_libc() -> ctypes.CDLL:
+    # ctypes.util.find_library runs `ldconfig -p` in a subprocess: tens of
+    # milliseconds on every cold start. glibc's soname is stable; anything
+    # else (musl) is already mapped into this process, so look there.
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return ctypes.CDLL(None, use_errno=True)
+
+
+libc = _load_libc()
 
 _syscall = libc.syscall
 _syscall.restype = ctypes.c_long

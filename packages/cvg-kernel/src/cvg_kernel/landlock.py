@@ -267,7 +267,7 @@ def _as_names(value: Names, what: str) -> list[str] | None:
     if isinstance(value, str):
         if value == "all":
             return None
-        raise LandlockError(f"{what}: expected \"all\" or a list of names, got {value!r}")
+        raise LandlockError(f'{what}: expected "all" or a list of names, got {value!r}')
     return list(value)
 
 
@@ -398,8 +398,15 @@ def negotiate(
                 for n in mask_names(FLAGS, flag_mask)
             )
         result = Negotiation(
-            abi=abi, handled_fs=0, handled_net=0, scoped=0, flags=0, fs_rules=(),
-            net_rules=(), dropped=tuple(dropped), skipped=tuple(skipped),
+            abi=abi,
+            handled_fs=0,
+            handled_net=0,
+            scoped=0,
+            flags=0,
+            fs_rules=(),
+            net_rules=(),
+            dropped=tuple(dropped),
+            skipped=tuple(skipped),
         )
     if dropped and not best_effort:
         raise LandlockError(
@@ -450,8 +457,7 @@ def _open_rule_path(path: str) -> int | None:
         return None
     except OSError as e:
         raise LandlockError(
-            f"open({path!r}, O_PATH) for a Landlock rule: {_errname(e.errno or 0)} "
-            f"({e.strerror})"
+            f"open({path!r}, O_PATH) for a Landlock rule: {_errname(e.errno or 0)} ({e.strerror})"
         ) from None
 
 
@@ -539,8 +545,7 @@ class Ruleset:
         )
         skipped = list(neg.skipped)
         if not neg.enforced:
-            return cls(fd=-1, abi=eff, abi_note=note, negotiation=neg, fs_rules=[],
-                       skipped=skipped)
+            return cls(fd=-1, abi=eff, abi_note=note, negotiation=neg, fs_rules=[], skipped=skipped)
 
         attr = _RulesetAttr(neg.handled_fs, neg.handled_net, neg.scoped)
         try:
@@ -570,8 +575,7 @@ class Ruleset:
         except BaseException:
             os.close(fd)
             raise
-        return cls(fd=fd, abi=eff, abi_note=note, negotiation=neg, fs_rules=added,
-                   skipped=skipped)
+        return cls(fd=fd, abi=eff, abi_note=note, negotiation=neg, fs_rules=added, skipped=skipped)
 
     @property
     def enforced(self) -> bool:

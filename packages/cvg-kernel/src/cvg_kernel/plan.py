@@ -8,6 +8,7 @@ runs between fork and exec and only issues the syscalls that confine.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -53,6 +54,29 @@ _VAR = re.compile(r"\$\{([^}]*)\}")
 EXIT_NOT_STARTED = 125
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
+
+
+def reset_signals() -> None:
+    """Give the tool default signal handling.
+
+    CPython ignores SIGPIPE and SIGXFSZ, and ignored dispositions survive exec:
+    without this, `yes | head` and the file-size limit misbehave in the tool.
+    """
+    for sig in _RESTORE_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def exec_status(error: OSError) -> int:
+    """127 when the command was not found, 126 when it could not be executed."""
+    return EXIT_NOT_FOUND if error.errno in (errno.ENOENT, errno.ENOTDIR) else EXIT_NOT_EXECUTABLE
+
+
+def exec_failure(command: str, error: OSError) -> str:
+    hint = ""
+    if error.errno == errno.EACCES:
+        hint = " (is execute granted for it and for its ELF interpreter?)"
+    return f"{command}: {error.strerror}{hint}"
 
 
 class PlanError(ValueError):
@@ -159,25 +183,23 @@ class Prepared:
         cloexec_from(3)
         self.filter.install()
 
-    def exec(self, argv: Sequence[str]) -> NoReturn:
-        """Replace this process with ``argv`` in the plan's environment.
+    def execve(self, argv: Sequence[str], path: str | None = None) -> NoReturn:
+        """Replace this process with ``argv`` in the plan's environment; raises
+        OSError when the exec fails. ``path`` is the program when the caller has
+        already resolved it; otherwise argv[0] is searched in the plan's PATH."""
+        reset_signals()
+        if path is not None:
+            os.execve(path, list(argv), self.env)
+        os.execvpe(argv[0], list(argv), self.env)
 
-        Returns only by exiting with 126 or 127, the statuses DESIGN.md gives.
-        """
-        # CPython ignores SIGPIPE and SIGXFSZ, and ignored dispositions survive
-        # exec: restore them, or `yes | head` and the file-size limit misbehave.
-        for sig in _RESTORE_SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    def exec(self, argv: Sequence[str]) -> NoReturn:
+        """``execve``, exiting with 126 or 127 (the statuses DESIGN.md gives) and a
+        one-line reason on stderr if it fails."""
         try:
-            os.execvpe(argv[0], list(argv), self.env)
+            self.execve(argv)
         except OSError as e:
-            code = EXIT_NOT_FOUND if e.errno in (2, 20) else EXIT_NOT_EXECUTABLE
-            hint = ""
-            if code == EXIT_NOT_EXECUTABLE and e.errno == 13:
-                hint = " (is execute granted for it and for its ELF interpreter?)"
-            os.write(2, f"cvg-exec: {argv[0]}: {e.strerror}{hint}\n".encode())
-            os._exit(code)
+            os.write(2, f"cvg-exec: {exec_failure(argv[0], e)}\n".encode())
+            os._exit(exec_status(e))
 
     def close(self) -> None:
         if self.ruleset is not None:

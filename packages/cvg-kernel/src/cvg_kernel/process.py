@@ -149,8 +149,46 @@ def parent_of(pid: int) -> int | None:
     return int(fields[1])
 
 
+_HAVE_CHILDREN_FILE = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (every thread's), from /proc/PID/task/TID/children."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
+    return out
+
+
 def descendants(root: int) -> list[int]:
-    """Every live process below ``root`` (not ``root`` itself), from one /proc scan."""
+    """Every live process below ``root`` (not ``root`` itself).
+
+    Walks the children files when the kernel has them (CONFIG_PROC_CHILDREN,
+    as Debian and Ubuntu do): the cost follows the size of the tree, not of
+    the whole process table. Either way it is a racy snapshot, so callers
+    that kill loop until a scan comes back empty.
+    """
+    if _HAVE_CHILDREN_FILE:
+        out: list[int] = []
+        stack = [root]
+        while stack:
+            for child in children_of(stack.pop()):
+                out.append(child)
+                stack.append(child)
+        return out
+    return descendants_by_scan(root)
+
+
+def descendants_by_scan(root: int) -> list[int]:
+    """``descendants`` from one scan of every /proc/PID/stat (the portable way)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -1,0 +1,534 @@
+"""seccomp-bpf: the default deny list, the program builder and an installable filter.
+
+:func:`build_program` turns the plan's ``seccomp`` section (docs/plan-format.md) into
+a classic BPF program for x86_64 or aarch64. :class:`Filter` prepares that program
+in the parent, so that the forked child only has to make one syscall.
+
+Syscall numbers come from the generated table (``cvg_kernel._syscall_table``), never
+from the running system, so a plan compiles the same everywhere and the aarch64
+program can be built and checked on an x86_64 host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cvg_kernel import _libc, _syscall_table
+from cvg_kernel.bpf import (
+    AUDIT_ARCH_AARCH64,
+    AUDIT_ARCH_X86_64,
+    SECCOMP_DATA_ARCH,
+    SECCOMP_DATA_NR,
+    SECCOMP_RET_ALLOW,
+    SECCOMP_RET_KILL_PROCESS,
+    Assembler,
+    BpfError,
+    Instruction,
+    arg_low,
+    disassemble,
+    ret_errno,
+)
+
+
+class SeccompError(ValueError):
+    """A seccomp spec that cannot be compiled, or a filter that cannot be installed."""
+
+
+ARCHES = ("x86_64", "aarch64")
+AUDIT_ARCH = {"x86_64": AUDIT_ARCH_X86_64, "aarch64": AUDIT_ARCH_AARCH64}
+
+# x32 calls carry AUDIT_ARCH_X86_64, so the arch check alone lets them through.
+X32_SYSCALL_BIT = 0x40000000
+
+SECCOMP_SET_MODE_FILTER = 1
+
+# All CLONE_NEW* flags: NEWTIME 0x80, NEWNS 0x20000, NEWCGROUP, NEWUTS, NEWIPC,
+# NEWUSER, NEWPID, NEWNET (0x02000000..0x40000000).
+CLONE_NEW_MASK = 0x7E020080
+
+MFD_NOEXEC_SEAL = 0x0008
+MFD_EXEC = 0x0010
+
+# asm-generic/ioctls.h values, shared by x86_64 and aarch64.
+IOCTL_REQUESTS: dict[str, int] = {
+    "TIOCSTI": 0x5412,  # push bytes into a terminal's input: types commands into the parent shell
+    "TIOCLINUX": 0x541C,  # console selection paste does the same on a VT (CVE-2023-28100)
+}
+
+SOCKET_FAMILIES: dict[str, int] = {"unix": 1, "inet": 2, "inet6": 10, "netlink": 16, "packet": 17}
+SOCKET_TYPES: dict[str, int] = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 5}
+# A socket entry without "types" allows these. Not "any type": raw must be asked for
+# by name, and SOCK_PACKET (10) on AF_INET silently becomes a packet socket.
+_DEFAULT_ENTRY_TYPES = ("stream", "dgram", "seqpacket")
+_SOCK_TYPE_MASK = 0xF  # the rest of socket()'s type argument is SOCK_CLOEXEC/NONBLOCK
+
+# Names allowed to be missing from an architecture's table when listed in ``deny``:
+# they only exist on x86 (uselib is gone from current tables altogether), so the same
+# deny list serves both architectures. Anything else missing is a typo or a plan for
+# the wrong kernel, and is an error.
+ARCH_SPECIFIC = frozenset({"iopl", "ioperm", "modify_ldt", "uselib"})
+
+DEFAULT_DENY: tuple[str, ...] = (
+    # Reading or writing another process's memory, or comparing its kernel objects.
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "pidfd_getfd",
+    "kcmp",
+    # Mounts change what paths mean; Landlock rules are path-based.
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "statmount",
+    "listmount",
+    "open_tree_attr",
+    # Namespaces: a user namespace hands out capabilities over new namespaces and opens
+    # kernel attack surface (clone's CLONE_NEW* flags and clone3 are handled separately).
+    "unshare",
+    "setns",
+    # io_uring operations are not syscalls, so nothing here would see them.
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    # Large kernel attack surface or a view of other processes; userfaultfd stalls the
+    # kernel mid-copy, which turns races into reliable exploits.
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    # Keyrings are shared by every process of the user.
+    "add_key",
+    "request_key",
+    "keyctl",
+    # Replacing or extending the running kernel.
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    # READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE switch off the process's own hardening.
+    "personality",
+    # File handles open by inode number, skipping path checks ("shocker").
+    "name_to_handle_at",
+    "open_by_handle_at",
+    # Executing a descriptor runs code no path rule saw (memfd exec); memfd_create itself
+    # is argument-filtered (memfd_noexec) rather than denied.
+    "execveat",
+    # Whole-system administration.
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "quotactl",
+    "fanotify_init",
+    "lookup_dcookie",
+    "vhangup",
+    # x86 I/O ports, the LDT and a.out libraries (absent on aarch64).
+    "iopl",
+    "ioperm",
+    "modify_ldt",
+    "uselib",
+    # The clock and the host's names belong to the whole machine.
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    # NUMA placement can move other processes' pages.
+    "mbind",
+    "migrate_pages",
+    "move_pages",
+)
+
+# Tuples inside, so a caller cannot edit the default by accident; json.dumps still
+# writes them as lists when a compiler copies the default into a plan.
+DEFAULT_SOCKETS: tuple[Mapping[str, Any], ...] = (
+    {"family": "unix", "types": ("stream", "dgram", "seqpacket")},
+    {"family": "inet", "types": ("stream", "dgram")},
+    {"family": "inet6", "types": ("stream", "dgram")},
+)
+
+DEFAULT_ENOSYS: tuple[str, ...] = ("clone3",)
+DEFAULT_IOCTL_DENY: tuple[str, ...] = ("TIOCSTI", "TIOCLINUX")
+
+SPEC_KEYS = frozenset(
+    {
+        "deny",
+        "deny_errno",
+        "enosys",
+        "kill",
+        "sockets",
+        "clone_namespaces",
+        "ioctl_deny",
+        "memfd_noexec",
+    }
+)
+
+
+def errno_value(name: str) -> int:
+    """The number of an errno name (``"EPERM"`` -> 1); any name in :mod:`errno`."""
+    value = getattr(_errno, name, None) if isinstance(name, str) else None
+    if not (
+        isinstance(name, str)
+        and name.startswith("E")
+        and name.isupper()
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value > 0
+    ):
+        raise SeccompError(f"unknown errno name {name!r}")
+    return value
+
+
+def table(arch: str) -> Mapping[str, int]:
+    """The syscall name -> number table for ``arch``."""
+    if arch not in ARCHES:
+        raise SeccompError(f"unsupported architecture {arch!r}; expected one of {ARCHES}")
+    return _syscall_table.TABLES[arch]
+
+
+def _names(what: str, value: Iterable[str]) -> list[str]:
+    # A bare string would otherwise be read as a list of one-letter names.
+    if isinstance(value, str | bytes):
+        raise SeccompError(f"{what} must be a list of names, not {value!r}")
+    out: list[str] = []
+    for name in value:
+        if not isinstance(name, str):
+            raise SeccompError(f"{what}: {name!r} is not a name")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _number(what: str, value: object, names: Mapping[str, int], limit: int) -> int:
+    if isinstance(value, str):
+        if value not in names:
+            raise SeccompError(f"unknown {what} {value!r}; known: {', '.join(names)}")
+        return names[value]
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise SeccompError(f"{what} {value!r} is neither a name nor a number in 0..{limit}")
+    return value
+
+
+@dataclass(frozen=True)
+class SocketRule:
+    """One normalised ``sockets`` entry; ``protocols`` None means any protocol."""
+
+    family: int
+    types: tuple[int, ...]
+    protocols: tuple[int, ...] | None
+
+
+def socket_rules(sockets: Iterable[Mapping[str, Any]]) -> list[SocketRule]:
+    """Validate and normalise the ``sockets`` list."""
+    if isinstance(sockets, Mapping | str | bytes):
+        raise SeccompError("sockets must be a list of {family, types?, protocols?} objects")
+    rules: list[SocketRule] = []
+    for entry in sockets:
+        if not isinstance(entry, Mapping):
+            raise SeccompError(f"socket entry {entry!r} is not an object")
+        unknown = set(entry) - {"family", "types", "protocols"}
+        if unknown:
+            raise SeccompError(f"socket entry {dict(entry)!r}: unknown key(s) {sorted(unknown)}")
+        if "family" not in entry:
+            raise SeccompError(f"socket entry {dict(entry)!r} has no family")
+        family = _number("socket family", entry["family"], SOCKET_FAMILIES, 0xFFFFFFFF)
+        raw_types = entry.get("types", _DEFAULT_ENTRY_TYPES)
+        if isinstance(raw_types, str | bytes) or not isinstance(raw_types, Iterable):
+            raise SeccompError(f"socket types must be a list, not {raw_types!r}")
+        types = tuple(
+            dict.fromkeys(
+                _number("socket type", t, SOCKET_TYPES, _SOCK_TYPE_MASK) for t in raw_types
+            )
+        )
+        protocols: tuple[int, ...] | None = None
+        if entry.get("protocols") is not None:
+            raw_protocols = entry["protocols"]
+            if isinstance(raw_protocols, str | bytes) or not isinstance(raw_protocols, Iterable):
+                raise SeccompError(f"socket protocols must be a list, not {raw_protocols!r}")
+            protocols = tuple(
+                dict.fromkeys(_number("socket protocol", p, {}, 0xFFFFFFFF) for p in raw_protocols)
+            )
+        rules.append(SocketRule(family, types, protocols))
+    return rules
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A built program plus what was left out of it, for the plan's report."""
+
+    arch: str
+    annotated: tuple[tuple[Instruction, str], ...]
+    skipped: tuple[str, ...]  # deny-list names this architecture does not have
+
+    @property
+    def program(self) -> list[Instruction]:
+        return [insn for insn, _ in self.annotated]
+
+
+def compile_spec(
+    arch: str,
+    *,
+    deny: Iterable[str] = DEFAULT_DENY,
+    deny_errno: str = "EPERM",
+    enosys: Iterable[str] = DEFAULT_ENOSYS,
+    kill: Iterable[str] = (),
+    sockets: Iterable[Mapping[str, Any]] = DEFAULT_SOCKETS,
+    clone_namespaces: bool = False,
+    ioctl_deny: Iterable[str] = DEFAULT_IOCTL_DENY,
+    memfd_noexec: bool = True,
+) -> Compiled:
+    """:func:`build_program`, keeping comments and the names skipped for this arch."""
+    numbers = table(arch)
+    deny_action = ret_errno(errno_value(deny_errno))
+    lists = {
+        "kill": _names("kill", kill),
+        "enosys": _names("enosys", enosys),
+        "deny": _names("deny", deny),
+    }
+    owner: dict[str, str] = {}
+    skipped: list[str] = []
+    resolved: dict[str, list[tuple[str, int]]] = {}
+    for what, names in lists.items():
+        resolved[what] = []
+        for name in names:
+            if name in owner:
+                raise SeccompError(f"syscall {name!r} is in both {owner[name]} and {what}")
+            owner[name] = what
+            if name not in numbers:
+                if what == "deny" and name in ARCH_SPECIFIC:
+                    skipped.append(name)
+                    continue
+                raise SeccompError(f"{what}: unknown syscall {name!r} on {arch}")
+            resolved[what].append((name, numbers[name]))
+    if not clone_namespaces and "clone3" not in owner:
+        raise SeccompError(
+            "clone3 must be in enosys, deny or kill unless clone_namespaces is true: "
+            "BPF cannot read its flags, so it would bypass the CLONE_NEW* check"
+        )
+    ioctl_numbers = []
+    for name in _names("ioctl_deny", ioctl_deny):
+        if name not in IOCTL_REQUESTS:
+            raise SeccompError(f"unknown ioctl {name!r}; known: {', '.join(IOCTL_REQUESTS)}")
+        ioctl_numbers.append((name, IOCTL_REQUESTS[name]))
+    rules = socket_rules(sockets)
+    for flag, value in (("clone_namespaces", clone_namespaces), ("memfd_noexec", memfd_noexec)):
+        if not isinstance(value, bool):
+            raise SeccompError(f"{flag} must be true or false, not {value!r}")
+
+    asm = Assembler()
+    # 1. A foreign ABI (i386 int 0x80, arm32 compat) numbers syscalls differently, so
+    #    nothing below would mean what it says: kill rather than guess.
+    asm.load(SECCOMP_DATA_ARCH)
+    asm.jeq(AUDIT_ARCH[arch], None, "kill", comment=f"only {arch} syscalls")
+    # 2. Numbers this table does not know are syscalls newer than the deny list.
+    asm.load(SECCOMP_DATA_NR)
+    if arch == "x86_64":
+        asm.jge(X32_SYSCALL_BIT, "enosys", comment="x32 ABI")
+    asm.jgt(max(numbers.values()), "enosys", comment="newer than the syscall table")
+    # 3. Whole-syscall lists.
+    for what in ("kill", "enosys", "deny"):
+        for _, nr in resolved[what]:
+            asm.jeq(nr, what, comment=what)
+    # 4-7. Argument filters, unless a list above already decided the whole syscall.
+    blocks: list[str] = []
+    if "socket" not in owner:
+        asm.jeq(numbers["socket"], "socket")
+        blocks.append("socket")
+    if not clone_namespaces and "clone" not in owner:
+        asm.jeq(numbers["clone"], "clone")
+        blocks.append("clone")
+    if ioctl_numbers and "ioctl" not in owner:
+        asm.jeq(numbers["ioctl"], "ioctl")
+        blocks.append("ioctl")
+    if memfd_noexec and "memfd_create" not in owner:
+        asm.jeq(numbers["memfd_create"], "memfd_create")
+        blocks.append("memfd_create")
+    # 8.
+    asm.ret(SECCOMP_RET_ALLOW, comment="default")
+
+    if "socket" in blocks:
+        _socket_block(asm, rules)
+    if "clone" in blocks:
+        asm.label("clone")
+        asm.load(arg_low(0), comment="clone flags")
+        asm.jset(CLONE_NEW_MASK, "eperm", "allow", comment="CLONE_NEW*")
+    if "ioctl" in blocks:
+        asm.label("ioctl")
+        asm.load(arg_low(1), comment="ioctl request (unsigned int)")
+        for i, (name, request) in enumerate(ioctl_numbers):
+            last = i == len(ioctl_numbers) - 1
+            asm.jeq(request, "eperm", "allow" if last else None, comment=name)
+    if "memfd_create" in blocks:
+        asm.label("memfd_create")
+        asm.load(arg_low(1), comment="memfd_create flags")
+        asm.jset(MFD_EXEC, "eperm", comment="MFD_EXEC")
+        asm.jset(MFD_NOEXEC_SEAL, "allow", "eperm", comment="MFD_NOEXEC_SEAL")
+    # Shared verdicts last: the kernel wants a ret at the end, and jumps only go forward.
+    asm.label("allow")
+    asm.ret(SECCOMP_RET_ALLOW)
+    asm.label("kill")
+    asm.ret(SECCOMP_RET_KILL_PROCESS)
+    asm.label("enosys")
+    asm.ret(ret_errno(_errno.ENOSYS))
+    asm.label("deny")
+    asm.ret(deny_action, comment=f"deny ({deny_errno})")
+    asm.label("eperm")
+    asm.ret(ret_errno(_errno.EPERM))
+    try:
+        annotated = asm.assemble_annotated()
+    except BpfError as e:
+        raise SeccompError(f"cannot assemble the seccomp program: {e}") from e
+    return Compiled(arch, tuple(annotated), tuple(skipped))
+
+
+def _socket_block(asm: Assembler, rules: Sequence[SocketRule]) -> None:
+    # int arguments: the kernel reads only the low 32 bits, so must the filter, or junk
+    # in the high word would change the filter's answer but not the kernel's.
+    asm.label("socket")
+    by_family: dict[int, list[SocketRule]] = {}
+    for rule in rules:
+        by_family.setdefault(rule.family, []).append(rule)
+    asm.load(arg_low(0), comment="socket family")
+    for family in by_family:
+        asm.jeq(family, f"family {family}")
+    asm.ret(ret_errno(_errno.EAFNOSUPPORT), comment="family not allowed")
+    for family, family_rules in by_family.items():
+        asm.label(f"family {family}")
+        for j, rule in enumerate(family_rules):
+            here = f"family {family} rule {j}"
+            nope = "eperm" if j == len(family_rules) - 1 else f"family {family} rule {j + 1}"
+            if j:
+                asm.label(here)
+            asm.load(arg_low(1), comment="socket type")
+            asm.and_(_SOCK_TYPE_MASK)
+            matched = "allow" if rule.protocols is None else f"{here} protocol"
+            for t in rule.types:
+                asm.jeq(t, matched)
+            asm.ja(nope)
+            if rule.protocols is None:
+                continue
+            asm.label(matched)
+            asm.load(arg_low(2), comment="socket protocol")
+            for p in rule.protocols:
+                asm.jeq(p, "allow")
+            asm.ja(nope)
+
+
+def build_program(
+    arch: str,
+    *,
+    deny: Iterable[str] = DEFAULT_DENY,
+    deny_errno: str = "EPERM",
+    enosys: Iterable[str] = DEFAULT_ENOSYS,
+    kill: Iterable[str] = (),
+    sockets: Iterable[Mapping[str, Any]] = DEFAULT_SOCKETS,
+    clone_namespaces: bool = False,
+    ioctl_deny: Iterable[str] = DEFAULT_IOCTL_DENY,
+    memfd_noexec: bool = True,
+) -> list[Instruction]:
+    """Compile a plan's ``seccomp`` section into a BPF program for ``arch``.
+
+    In order: a foreign audit arch kills the process; on x86_64 an x32 number, and on
+    both any number above the table's highest, get ENOSYS; then ``kill``,
+    ``enosys`` and ``deny`` by name; then ``socket`` (family, ``type & 0xf`` and
+    protocol, low 32 bits each), ``clone`` (any CLONE_NEW* flag unless
+    ``clone_namespaces``), ``ioctl`` (``ioctl_deny`` requests) and ``memfd_create``
+    (must seal exec, must not ask for it) by argument; everything else is allowed.
+
+    Raises :class:`SeccompError` for an unknown name, a name in two lists, an unknown
+    errno or ioctl, a malformed socket entry, or clone3 left allowed while namespaces
+    are forbidden. ``deny`` names missing on ``arch`` are skipped only when they are
+    architecture-specific (:data:`ARCH_SPECIFIC`).
+    """
+    return compile_spec(
+        arch,
+        deny=deny,
+        deny_errno=deny_errno,
+        enosys=enosys,
+        kill=kill,
+        sockets=sockets,
+        clone_namespaces=clone_namespaces,
+        ioctl_deny=ioctl_deny,
+        memfd_noexec=memfd_noexec,
+    ).program
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+class Filter:
+    """A seccomp program, laid out in C memory ahead of time.
+
+    Build it in the parent (:meth:`build`), fork, and call :meth:`install` in the
+    child: that makes one syscall with memory prepared here and allocates nothing.
+    """
+
+    def __init__(self, compiled: Compiled) -> None:
+        self.arch = compiled.arch
+        self.skipped = compiled.skipped
+        self._compiled = compiled
+        self.instructions: tuple[Instruction, ...] = tuple(compiled.program)
+        n = len(self.instructions)
+        self._array = (_SockFilter * n)(*(_SockFilter(*insn) for insn in self.instructions))
+        self._prog = _SockFprog(n, ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
+        self._prog_ptr = ctypes.pointer(self._prog)
+        # Passed as unsigned long so the variadic syscall() sees full registers.
+        self._mode = ctypes.c_ulong(SECCOMP_SET_MODE_FILTER)
+        self._flags = ctypes.c_ulong(0)
+        running = _libc.machine()
+        self._nr: int | None = (
+            _syscall_table.TABLES[running]["seccomp"] if running == self.arch else None
+        )
+
+    @classmethod
+    def build(cls, arch: str | None = None, **spec: Any) -> Filter:
+        """Compile ``spec`` (the plan's ``seccomp`` keys) for ``arch`` (default: running)."""
+        unknown = set(spec) - SPEC_KEYS
+        if unknown:
+            raise SeccompError(f"unknown seccomp key(s): {', '.join(sorted(unknown))}")
+        return cls(compile_spec(arch or _libc.machine(), **spec))
+
+    def disassemble(self) -> str:
+        """The program as text, syscall numbers named, each rule's purpose noted."""
+        names = {nr: name for name, nr in table(self.arch).items()}
+        return disassemble(
+            self.instructions,
+            syscall_names=names,
+            comments=[c for _, c in self._compiled.annotated],
+        )
+
+    def install(self) -> None:
+        """Install the filter on the calling thread. Irrevocable: call it in the child.
+
+        The caller must set no_new_privs first (``prctl(PR_SET_NO_NEW_PRIVS, 1)``);
+        without it the kernel refuses (EACCES) unless the caller holds CAP_SYS_ADMIN.
+        Raises ``OSError`` with the kernel's errno if the kernel refuses.
+        """
+        if self._nr is None:
+            raise SeccompError(f"this filter is for {self.arch}, not {_libc.machine()}")
+        _libc.syscall(self._nr, self._mode, self._flags, self._prog_ptr)
