@@ -157,7 +157,7 @@ def _close_match(key: str, known: frozenset[str]) -> str:
 class CvgModel(BaseModel):
     """Base of every cvg model: strict types, no unknown fields (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
     _cvg_is_message: ClassVar[bool] = False
 
