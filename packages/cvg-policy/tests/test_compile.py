@@ -420,7 +420,7 @@ def test_unknown_syscall_is_an_error(policy_factory: Make) -> None:
 def _full_policy(home: Path, policy_factory: Make, **network: Any) -> Policy:
     return policy_factory(
         filesystem={
-            "read": [str(home), "/dev/null"],
+            "read": [str(home), "/dev/tty"],
             "write": [f"{home}/docs"],
             "execute": ["/usr/bin/env"],
         },
@@ -448,13 +448,31 @@ def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
     assert "ABI 6" in signal.reason and "4" in signal.reason
 
 
+def test_reading_memory_devices_is_not_degraded_at_abi_4(policy_factory: Make) -> None:
+    """/dev/urandom and friends have no ioctl worth having without capabilities:
+    a policy reading them must still run on a stock Ubuntu 24.04 kernel."""
+    devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+    plan = compile_policy(
+        policy_factory(filesystem={"read": devices}, ipc={"signal_outside": True}),
+        variables=context(),
+        abi=4,
+    )
+    assert degraded(plan) == set()
+    tty = compile_policy(
+        policy_factory(filesystem={"read": ["/dev/tty"]}, ipc={"signal_outside": True}),
+        variables=context(),
+        abi=4,
+    )
+    assert degraded(tty) == {("filesystem.read[0]", 5)}
+
+
 def test_degraded_below_abi_4_and_3(home: Path, policy_factory: Make) -> None:
     plan = compile_policy(_full_policy(home, policy_factory), variables=context(), abi=2)
     assert degraded(plan) == {
         ("ipc.signal_outside", 6),
         ("network.tcp_connect", 4),
         ("network.tcp_bind", 4),
-        # read-only grants: truncate (ABI 3); /dev/null also device ioctls (ABI 5)
+        # read-only grants: truncate (ABI 3); /dev/tty also device ioctls (ABI 5)
         ("filesystem.read[0]", 3),
         ("filesystem.read[1]", 3),
         ("filesystem.read[1]", 5),

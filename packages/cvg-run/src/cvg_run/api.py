@@ -1,0 +1,240 @@
+"""The warm Python API: ``Sandbox(policy).run(argv)``.
+
+    from cvg_run import Sandbox
+
+    with Sandbox("p.yaml") as box:
+        result = box.run(["python3", "tool.py"], input=b"...", timeout=30)
+        print(result.status, result.stdout)
+
+The policy is compiled once, in this process. A helper process (see
+helper.py) keeps a runner prepared ahead of time, so each run costs one fork,
+the confinement and the exec. ``run`` is safe to call from several threads at
+once: each call has its own pipes and its own reply socket, and the helper
+gives each run its own runner and its own ``${SCRATCH}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import planning, record
+
+_MAX_REPLY = 1 << 20
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be set up, or its helper went away."""
+
+
+@dataclass
+class Result:
+    """One run: cvg-run's exit status for it, the tool's output, and the record."""
+
+    status: int
+    stdout: bytes
+    stderr: bytes
+    record: dict[str, Any] = field(repr=False)
+
+    @property
+    def returncode(self) -> int:
+        return self.status
+
+    @property
+    def meaning(self) -> str:
+        return str(self.record["exit"]["meaning"])
+
+    @property
+    def run_id(self) -> str:
+        return str(self.record["run_id"])
+
+
+def _close_helper(ctl: socket.socket, proc: subprocess.Popen[bytes]) -> None:
+    try:
+        ctl.close()
+    finally:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Sandbox:
+    """A policy compiled once and a warm helper that runs commands under it.
+
+    ``policy`` is a policy file path, or None for cvg-run's embedded default.
+    A policy the kernel cannot fully enforce is refused unless
+    ``allow_degraded``. Close it (or use ``with``) to stop the helper; the
+    helper also stops by itself when this process exits.
+    """
+
+    def __init__(
+        self,
+        policy: str | os.PathLike[str] | None = None,
+        *,
+        cwd: str | None = None,
+        allow_degraded: bool = False,
+        keep_scratch: bool = False,
+    ) -> None:
+        self.cwd = os.path.abspath(cwd) if cwd else os.getcwd()
+        try:
+            planned = planning.plan_for(
+                None if policy is None else os.fspath(policy),
+                cwd=self.cwd,
+                home=os.path.expanduser("~"),
+            )
+        except planning.PolicyRefused as e:
+            raise SandboxError(str(e)) from None
+        degraded = planned.plan.get("degraded") or []
+        # As with cvg-run: the embedded default is the best this kernel offers.
+        allow_degraded = allow_degraded or (policy is None and bool(degraded))
+        if degraded and not allow_degraded:
+            items = "; ".join(f"{d['item']}: {d['reason']}" for d in degraded)
+            raise SandboxError(f"this kernel cannot enforce the policy fully: {items}")
+        self.plan: Mapping[str, Any] = planned.plan
+        self._planned = planned
+        self._allow_degraded = allow_degraded
+        self._lock = threading.Lock()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "cvg_run.helper", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                cwd=self.cwd,
+            )
+        finally:
+            theirs.close()
+        self._ctl = mine
+        hello = {
+            "plan": planned.plan,
+            "plan_digest": planned.plan_digest,
+            "keep_scratch": keep_scratch,
+        }
+        self._ctl.sendall(json.dumps(hello).encode())
+        # The helper must never outlive us: closing the socket stops it, and
+        # the finalizer runs even if the Sandbox is garbage-collected unclosed.
+        self._finalizer = weakref.finalize(self, _close_helper, self._ctl, self._proc)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def run(
+        self,
+        argv: Sequence[str],
+        input: bytes | None = None,
+        timeout: float | None = None,
+        cwd: str | None = None,
+    ) -> Result:
+        """Run ``argv`` (a list of strings, never a shell string) confined.
+
+        ``timeout`` lowers the policy's wall clock for this run (status 124
+        when it runs out). Returns the status, the captured stdout and
+        stderr, and the run's cvg.run record.
+        """
+        if isinstance(argv, str | bytes) or not argv:
+            raise ValueError("argv must be a non-empty list of strings")
+        if not all(isinstance(a, str) for a in argv):
+            raise ValueError("argv must be a non-empty list of strings")
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be positive")
+        if self.closed:
+            raise SandboxError("the sandbox is closed")
+        request = {
+            "argv": list(argv),
+            "cwd": os.path.abspath(cwd) if cwd else self.cwd,
+            "timeout": timeout,
+            "run_id": record.new_run_id(),
+            "policy_digest": self._planned.policy_digest,
+            "policy_path": self._planned.policy_path,
+            "allow_degraded": self._allow_degraded,
+        }
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            try:
+                with self._lock:
+                    socket.send_fds(
+                        self._ctl,
+                        [json.dumps(request).encode()],
+                        [in_r, out_w, err_w, theirs.fileno()],
+                    )
+            except OSError as e:
+                raise SandboxError(f"the sandbox helper is gone: {e}") from None
+            finally:
+                for fd in (in_r, out_w, err_w):
+                    os.close(fd)
+                theirs.close()
+            stdout, stderr = _communicate(in_w, out_r, err_r, input)
+            in_w = out_r = err_r = -1
+            data = reply.recv(_MAX_REPLY)
+        finally:
+            for fd in (in_w, out_r, err_r):
+                if fd >= 0:
+                    os.close(fd)
+            reply.close()
+        if not data:
+            raise SandboxError("the sandbox helper ended the run without a result")
+        answer = json.loads(data)
+        if "record" not in answer:
+            raise SandboxError(str(answer.get("error", "no record")))
+        rec = answer["record"]
+        return Result(int(rec["exit"]["status"]), stdout, stderr, rec)
+
+
+def _communicate(in_w: int, out_r: int, err_r: int, data: bytes | None) -> tuple[bytes, bytes]:
+    """Feed stdin and drain stdout and stderr together, so neither pipe fills up.
+    Closes all three descriptors."""
+    out: list[bytes] = []
+    err: list[bytes] = []
+    view = memoryview(data or b"")
+    with selectors.DefaultSelector() as sel:
+        sel.register(out_r, selectors.EVENT_READ, out)
+        sel.register(err_r, selectors.EVENT_READ, err)
+        if view:
+            os.set_blocking(in_w, False)
+            sel.register(in_w, selectors.EVENT_WRITE, None)
+        else:
+            os.close(in_w)
+        while sel.get_map():
+            for key, _ in sel.select():
+                fd = key.fd
+                if key.data is None:
+                    try:
+                        view = view[os.write(fd, view[:65536]) :]
+                    except BrokenPipeError:
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(fd)
+                        os.close(fd)
+                    continue
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    key.data.append(chunk)
+                else:
+                    sel.unregister(fd)
+                    os.close(fd)
+    return b"".join(out), b"".join(err)

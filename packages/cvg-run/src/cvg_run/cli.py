@@ -1,0 +1,243 @@
+"""cvg-run: run a command under a cvg policy.
+
+argparse rather than click: cvg-run's cold start is part of what it costs a
+user per tool call, and every import on this path counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
+
+from . import planning, record
+from .supervisor import Outcome, not_started, resolve_command, supervise
+
+DESCRIPTION = """\
+Run CMD under a cvg policy that the kernel enforces: Landlock for files and TCP
+ports, seccomp-bpf for escape-prone syscalls and socket families, rlimits for
+resources, no_new_privs and no capabilities. With no -p, an embedded default
+policy is used: read the system (/usr, /etc, /opt, the working directory),
+write a private ${SCRATCH} directory, no network.
+
+The tool's stdin, stdout and stderr are its own; cvg-run speaks only on stderr,
+prefixed "cvg-run:", and only when something is wrong (or with -v). When the
+tool's first process exits, or the wall clock runs out, everything it started
+is killed, daemons that left its session included. Each run leaves a cvg.run
+record at --record PATH or in $XDG_STATE_HOME/cvg/runs/<run-id>.json.
+
+examples:
+  cvg-run -- python3 -c 'print(1)'
+  cvg-run -p p.yaml -- python3 tool.py
+  cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
+
+exit status:
+  the tool's own status;
+  128+N  the tool was killed by signal N (137 also when cvg-run ended it at the
+         processes limit: see the record's exit.meaning);
+  124    the wall clock ran out;
+  125    the tool was not started (bad policy, refused degraded policy, internal error);
+         the embedded default policy is never refused as degraded: it is the best
+         this kernel offers, and the record lists anything it could not enforce;
+  126    the tool could not be executed (including a missing execute grant);
+  127    the tool was not found.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cvg-run",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="cvg-run [-p POLICY] [--allow-degraded] [--trace] [--record PATH] "
+        "[--keep-scratch] [--cwd DIR] [-v] -- CMD [ARG...]",
+    )
+    p.add_argument("-p", "--policy", metavar="POLICY", help="policy file (YAML or JSON)")
+    p.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help="run even if this kernel cannot enforce every rule; each degraded rule is "
+        "listed on stderr and in the record",
+    )
+    p.add_argument(
+        "--trace", action="store_true", help="record and name every denial (not available yet)"
+    )
+    p.add_argument("--record", metavar="PATH", help="write the cvg.run record here")
+    p.add_argument(
+        "--keep-scratch", action="store_true", help="keep the ${SCRATCH} directory after the run"
+    )
+    p.add_argument("--cwd", metavar="DIR", help="run the tool in DIR (also ${CWD})")
+    p.add_argument("-v", "--verbose", action="store_true", help="say what cvg-run is doing")
+    p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return p
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"cvg-run: {message}\n")
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        _say("no command given (usage: cvg-run [-p POLICY] -- CMD [ARG...])")
+        return 2
+    if args.trace:
+        _say("--trace is not available yet: denials are not recorded in this version")
+        return 2
+    try:
+        return _run(args, command)
+    except KeyboardInterrupt:
+        return 128 + 2
+    except Exception as e:
+        _say(f"internal error: {type(e).__name__}: {e}")
+        return EXIT_NOT_STARTED
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
+    cwd = os.path.abspath(args.cwd) if args.cwd else os.getcwd()
+    if not os.path.isdir(cwd):
+        _say(f"--cwd {args.cwd}: not a directory")
+        return 2
+    home = os.path.expanduser("~")
+    run_id = record.new_run_id()
+    record_path = args.record or str(record.state_dir() / f"{run_id}.json")
+
+    try:
+        planned = planning.plan_for(args.policy, cwd=cwd, home=home)
+    except planning.PolicyRefused as e:
+        _say(str(e))
+        return EXIT_NOT_STARTED
+    plan = planned.plan
+    if args.verbose:
+        source = "cache" if planned.cached else "compiled"
+        _say(f"plan {planned.plan_digest[:19]} ({source}) for {args.policy or 'default policy'}")
+
+    degraded = plan.get("degraded") or []
+    # The embedded default is "the best this kernel offers": on a kernel without
+    # a mechanism it asks for (signal scoping before Landlock ABI 6, as on
+    # Ubuntu 24.04) it still runs, and the record lists what was degraded.
+    # A policy the user chose is refused instead, unless --allow-degraded.
+    if args.policy is None and degraded:
+        args.allow_degraded = True
+    if degraded and (args.policy is not None or args.verbose):
+        for item in degraded:
+            rule = f" [{item['rule']}]" if item.get("rule") else ""
+            _say(f"degraded{rule}: {item['item']}: {item['reason']}")
+    if degraded and not args.allow_degraded:
+        _say(
+            "refusing to run: this kernel cannot enforce the policy fully "
+            "(use --allow-degraded to run anyway)"
+        )
+        return _finish(args, planned, command, cwd, run_id, record_path,
+                       not_started("policy degraded on this kernel"), None)  # fmt: skip
+
+    scratch = tempfile.mkdtemp(prefix=f"cvg-{run_id}-")  # mode 0700
+    try:
+        try:
+            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd})
+        except (PlanError, OSError) as e:
+            _say(f"cannot apply the plan: {e}")
+            outcome = not_started(str(e))
+        else:
+            problem = resolve_command(command[0], prepared.env.get("PATH"), cwd)
+            if problem is not None:
+                prepared.close()  # its Landlock ruleset descriptor, never used now
+                status, message = problem
+                _say(message)
+                meaning = "not_found" if status == 127 else "not_executable"
+                outcome = Outcome(status, meaning, detail=message)
+                outcome.started = outcome.ended = time.time()
+            else:
+                try:
+                    outcome = supervise(
+                        prepared,
+                        command,
+                        cwd=cwd,
+                        wall_clock=plan.get("wall_clock_seconds"),
+                        processes=plan.get("processes"),
+                    )
+                finally:
+                    prepared.close()
+                if outcome.meaning in ("not_found", "not_executable", "not_started"):
+                    _say(outcome.detail or outcome.meaning)
+                elif outcome.meaning in ("wall_clock", "limit"):
+                    _say(f"ended the run: {outcome.detail}")
+    finally:
+        if not args.keep_scratch:
+            _remove_scratch(scratch)
+        elif args.verbose:
+            _say(f"kept scratch directory {scratch}")
+    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch)
+
+
+def _remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+
+    # chmod is outside Landlock: the tool may have left directories its own user
+    # cannot list or empty. Everything it started is dead by now: open them up
+    # from the top and remove again.
+    stack = [path]
+    while stack:
+        d = stack.pop()
+        try:
+            os.chmod(d, 0o700)
+            with os.scandir(d) as entries:
+                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        _say(f"could not remove the scratch directory {path}")
+
+
+def _finish(
+    args: argparse.Namespace,
+    planned: planning.Planned,
+    command: list[str],
+    cwd: str,
+    run_id: str,
+    record_path: str,
+    outcome: Outcome,
+    scratch: str | None,
+) -> int:
+    rec = record.build(
+        run_id=run_id,
+        plan=planned.plan,
+        plan_digest=planned.plan_digest,
+        policy_digest=planned.policy_digest,
+        policy_path=planned.policy_path,
+        argv=command,
+        cwd=cwd,
+        outcome=outcome,
+        allow_degraded=args.allow_degraded,
+        scratch=scratch,
+        scratch_kept=bool(args.keep_scratch and scratch),
+    )
+    try:
+        record.write_atomic(record_path, record.dumps(rec))
+    except OSError as e:
+        # The tool has run; its status stays the answer, but say the record is missing.
+        _say(f"cannot write the run record {record_path}: {e.strerror}")
+    if args.verbose:
+        _say(f"run {run_id}: {outcome.meaning} {outcome.status}; record {record_path}")
+    return outcome.status
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""From a policy to a plan, through a cache so a cold cvg-run stays cheap.
+
+Compiling needs cvg-policy (pyyaml, pydantic): tens of milliseconds of
+imports. A plan depends only on the policy's bytes, where it lives, the
+working directory and home it expands against, and the kernel it was made
+for, so it is cached under a digest of exactly those, and a cache hit costs
+one small JSON read. ${SCRATCH} stays a variable in the plan and is bound
+per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cvg_kernel import landlock
+
+from . import __version__
+from .record import write_atomic
+
+DEFAULT_POLICY_NAME = "<default policy>"
+
+
+class PolicyRefused(Exception):
+    """The policy is invalid, or cannot be compiled here. One line for the user."""
+
+
+@dataclass
+class Planned:
+    plan: dict[str, Any]
+    plan_digest: str
+    policy_digest: str
+    policy_path: str | None
+    cached: bool
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cvg" / "plans"
+
+
+def default_policy_bytes() -> bytes:
+    # A plain read beside this module: importlib.resources costs milliseconds of
+    # imports on every cold start, and the wheel always ships the file here.
+    with open(os.path.join(os.path.dirname(__file__), "default_policy.yaml"), "rb") as f:
+        return f.read()
+
+
+def _kernel_key() -> str:
+    abi, note = landlock.effective_abi()
+    return f"{os.uname().release}|{os.uname().machine}|abi={abi}|{note}"
+
+
+def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
+    """The plan for a policy file (None: the embedded default), cached."""
+    if policy_path is None:
+        data = default_policy_bytes()
+        policy_dir = cwd
+        shown = DEFAULT_POLICY_NAME
+        real_path = None
+    else:
+        try:
+            with open(policy_path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise PolicyRefused(f"{policy_path}: cannot read policy: {e.strerror}") from None
+        real_path = os.path.abspath(policy_path)
+        policy_dir = os.path.dirname(real_path)
+        shown = policy_path
+    key_material = "\0".join(
+        [__version__, hashlib.sha256(data).hexdigest(), cwd, home, policy_dir, _kernel_key()]
+    )
+    key = hashlib.sha256(key_material.encode()).hexdigest()[:32]
+    cached = cache_dir() / f"{key}.json"
+    try:
+        entry = json.loads(cached.read_bytes())
+        plan, digest, policy_digest = entry["plan"], entry["plan_digest"], entry["policy_digest"]
+        # A damaged entry is a miss: the plan must be an object whose digest is the
+        # one stored beside it (cheap next to compiling).
+        intact = isinstance(plan, dict) and digest == _plan_digest(plan)
+        if intact and isinstance(policy_digest, str):
+            return Planned(plan, digest, policy_digest, real_path, True)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    plan, policy_digest = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
+    plan_digest = _plan_digest(plan)
+    entry = {"plan": plan, "plan_digest": plan_digest, "policy_digest": policy_digest}
+    try:
+        write_atomic(cached, json.dumps(entry).encode())
+    except OSError:
+        pass  # a read-only cache only costs speed
+    return Planned(plan, plan_digest, policy_digest, real_path, False)
+
+
+def _plan_digest(plan: dict[str, Any]) -> str:
+    canonical = json.dumps(plan, sort_keys=True, separators=(",", ":")).encode()
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+def _compile(
+    data: bytes, filename: str, *, cwd: str, home: str, policy_dir: str
+) -> tuple[dict[str, Any], str]:
+    # The slow imports live here, off the cached path.
+    from cvg_policy.compile import compile_policy
+    from cvg_policy.errors import PolicyError
+    from cvg_policy.load import load_policy
+    from cvg_policy.variables import context
+
+    try:
+        loaded = load_policy(data, filename=filename)
+        variables = context(cwd=cwd, home=home, policy_dir=policy_dir)
+        plan = compile_policy(loaded.policy, variables=variables, policy_path=filename)
+    except PolicyError as e:
+        raise PolicyRefused(str(e)) from None
+    dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
+    source = dumped.get("source") or {}
+    return dumped, str(source.get("policy_digest") or "sha256:" + hashlib.sha256(data).hexdigest())

@@ -1,0 +1,113 @@
+"""The run record (`cvg.run`), built as plain JSON.
+
+cvg-run's cold path avoids importing pydantic, so the record is assembled
+here as a dict in the shape of cvg_schema.RunRecord (a test validates it
+against that model) and written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .supervisor import Outcome
+
+SCHEMA_VERSION = "1.0"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(4).hex()
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "cvg" / "runs"
+
+
+def _when(t: float) -> str:
+    # RFC 3339 in UTC without importing datetime (cold-start cost).
+    whole = int(t)
+    micros = round((t - whole) * 1_000_000)
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}+00:00"
+
+
+def build(
+    *,
+    run_id: str,
+    plan: Mapping[str, Any],
+    plan_digest: str,
+    policy_digest: str,
+    policy_path: str | None,
+    argv: Sequence[str],
+    cwd: str,
+    outcome: Outcome,
+    allow_degraded: bool,
+    scratch: str | None,
+    scratch_kept: bool,
+) -> dict[str, Any]:
+    exit_info: dict[str, Any] = {"status": outcome.status, "meaning": outcome.meaning}
+    # cvg.run allows exit.signal only with meaning "signaled": a run ended at a
+    # limit (status 137) names the limit in its detail instead.
+    if outcome.signal is not None and outcome.meaning == "signaled":
+        exit_info["signal"] = outcome.signal
+    if outcome.detail:
+        exit_info["detail"] = outcome.detail[:1000]
+    record: dict[str, Any] = {
+        "kind": "cvg.run",
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "policy_digest": policy_digest,
+        "policy_path": policy_path,
+        "plan": dict(plan),
+        "plan_digest": plan_digest,
+        "argv": list(argv),
+        "cwd": cwd,
+        "exit": exit_info,
+        "timings": {
+            "wall_seconds": round(outcome.wall_seconds, 6),
+            "cpu_seconds": round(outcome.cpu_seconds, 6),
+        },
+        "peak_rss_kb": outcome.peak_rss_kb,
+        "allow_degraded": allow_degraded,
+        "degraded": list(plan.get("degraded", [])),
+        "traced": False,
+        "denials": [],
+        "started": _when(outcome.started),
+        "ended": _when(max(outcome.ended, outcome.started)),
+    }
+    if scratch is not None:
+        record["scratch"] = {"path": scratch, "kept": scratch_kept}
+    return record
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+    """Write via a temporary file in the same directory, fsync, rename: a reader
+    sees the old file or the whole new one, never half of it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = str(target.parent / f".{target.name}.{os.urandom(6).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def dumps(record: Mapping[str, Any]) -> bytes:
+    return (json.dumps(record, indent=2, sort_keys=False) + "\n").encode()

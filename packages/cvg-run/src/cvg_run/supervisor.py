@@ -1,0 +1,351 @@
+"""The supervisor: start the confined tool, watch it, and end everything it started.
+
+The supervisor is a child subreaper, so a daemon that double-forks and calls
+setsid re-parents to it rather than to init; at the end it scans its own
+descendants, kills each through a pidfd (re-checking the parent so a reused
+PID is never hit), reaps, and repeats until a scan comes back empty.
+
+It is single-threaded and uses signals only from the main thread: waiting is
+one poll() on the tool's pidfd and a self-pipe that signal handlers write to.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import select
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cvg_kernel import process
+from cvg_kernel.plan import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_NOT_STARTED,
+    Prepared,
+    exec_failure,
+    exec_status,
+)
+
+EXIT_WALL_CLOCK = 124
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# After forwarding a signal, how long the tool gets to exit on its own.
+FORWARD_GRACE = 2.0
+# How often the process count is checked. Root is not bound by RLIMIT_NPROC,
+# so for it the count is the only limit, and it is checked more often.
+SCAN_INTERVAL_ROOT = 0.01
+SCAN_INTERVAL_USER = 0.05
+KILL_DEADLINE = 10.0
+
+_subreaper_set = False
+
+
+@dataclass
+class Outcome:
+    """How a run ended, in the terms of DESIGN.md's exit statuses."""
+
+    status: int
+    meaning: str  # exited, signaled, wall_clock, not_started, not_executable, not_found, limit
+    signal: int | None = None
+    detail: str | None = None
+    pid: int | None = None
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    peak_rss_kb: int = 0
+    started: float = 0.0
+    ended: float = 0.0
+    leftovers: int = 0  # processes still alive after the tool ended, that were killed
+
+
+def not_started(detail: str) -> Outcome:
+    now = time.time()
+    return Outcome(EXIT_NOT_STARTED, "not_started", detail=detail, started=now, ended=now)
+
+
+def resolve_command(
+    command: str, path: str | None, cwd: str | None = None
+) -> tuple[int, str] | None:
+    """Report 127 or 126 before forking when the answer is already knowable.
+
+    Returns (status, message) or None when the command looks runnable. The
+    final word is still the kernel's: a missing execute grant shows at exec.
+    A relative ``command`` is looked up in ``cwd``, where the tool will run.
+    """
+    if "/" in command:
+        target = os.path.join(cwd, command) if cwd is not None else command
+        if not os.path.exists(target):
+            return EXIT_NOT_FOUND, f"{command}: not found"
+        if os.path.isdir(target) or not os.access(target, os.X_OK):
+            return EXIT_NOT_EXECUTABLE, f"{command}: not executable"
+        return None
+    found = shutil.which(command, path=path if path is not None else os.defpath)
+    if found is None:
+        where = path if path is not None else os.defpath
+        return EXIT_NOT_FOUND, f"{command}: not found in PATH={where}"
+    return None
+
+
+def _ensure_subreaper() -> None:
+    global _subreaper_set
+    if not _subreaper_set:
+        process.set_child_subreaper()
+        _subreaper_set = True
+
+
+class _Signals:
+    """Catch the signals to forward, and wake poll() on them and on SIGCHLD."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.active = threading.current_thread() is threading.main_thread()
+        self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._old: dict[int, object] = {}
+        self._old_wakeup = -1
+
+    def __enter__(self) -> _Signals:
+        if self.active:
+            for sig in (*FORWARDED, signal.SIGCHLD):
+                self._old[sig] = signal.signal(sig, self._handle)
+            self._old_wakeup = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if signum != signal.SIGCHLD:
+            self.received.append(signum)
+
+    def drain(self) -> None:
+        try:
+            while os.read(self.read_fd, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            signal.set_wakeup_fd(self._old_wakeup)
+            for sig, old in self._old.items():
+                signal.signal(sig, old)  # type: ignore[arg-type]
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
+def _child(prepared: Prepared, argv: Sequence[str], cwd: str | None, err_w: int) -> None:
+    """Between fork and exec. Never returns; failures go up the error pipe as
+    ``STATUS message`` so the supervisor can name them."""
+    status = EXIT_NOT_STARTED
+    message = "exec returned"
+    try:
+        for sig in (*FORWARDED, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        if cwd is not None:
+            os.chdir(cwd)
+        prepared.apply()
+        try:
+            prepared.execve(argv)
+        except OSError as e:
+            status = exec_status(e)
+            message = exec_failure(argv[0], e)
+    except BaseException as e:
+        message = f"confinement failed: {e}"
+    try:
+        os.write(err_w, f"{status} {message}".encode()[:4000])
+    finally:
+        os._exit(status)
+
+
+def supervise(
+    prepared: Prepared,
+    argv: Sequence[str],
+    *,
+    cwd: str | None = None,
+    wall_clock: float | None = None,
+    processes: int | None = None,
+    on_started: Callable[[int], None] | None = None,
+) -> Outcome:
+    """Run ``argv`` confined by ``prepared`` and supervise it to the end.
+
+    The tool inherits this process's stdin, stdout and stderr. Returns once
+    the tool's first process has exited (or the wall clock ran out, or a
+    forwarded signal ended it, or it passed ``processes``) and every process it
+    started is gone.
+    """
+    _ensure_subreaper()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time()
+    t0 = time.monotonic()
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    with _Signals() as sigs:
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(err_r)
+            os.close(err_w)
+            return not_started(f"fork failed: {e.strerror}")
+        if pid == 0:
+            os.close(err_r)
+            _child(prepared, argv, cwd, err_w)
+        os.close(err_w)
+        failure = _read_all(err_r)
+        os.close(err_r)
+        if on_started is not None and not failure:
+            on_started(pid)
+        outcome = _watch(pid, sigs, t0, wall_clock, processes)
+        if failure:
+            code, _, message = failure.decode(errors="replace").partition(" ")
+            status = int(code) if code.isdigit() else EXIT_NOT_STARTED
+            meaning = {
+                EXIT_NOT_FOUND: "not_found",
+                EXIT_NOT_EXECUTABLE: "not_executable",
+            }.get(status, "not_started")
+            outcome = Outcome(status, meaning, detail=message, pid=pid)
+        outcome.leftovers = kill_tree()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    outcome.pid = pid
+    outcome.started = started
+    outcome.ended = time.time()
+    outcome.wall_seconds = time.monotonic() - t0
+    outcome.cpu_seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # ru_maxrss of reaped children is a high-water mark over every child this
+    # process ever reaped: exact for one run per process, an upper bound otherwise.
+    outcome.peak_rss_kb = after.ru_maxrss
+    return outcome
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _watch(
+    pid: int, sigs: _Signals, t0: float, wall_clock: float | None, processes: int | None
+) -> Outcome:
+    deadline = None if wall_clock is None else t0 + wall_clock
+    interval = SCAN_INTERVAL_ROOT if os.geteuid() == 0 else SCAN_INTERVAL_USER
+    try:
+        pidfd = process.pidfd_open(pid)
+    except OSError:
+        pidfd = -1  # already reaped? fall back to polling waitpid
+    forwarded_at: float | None = None
+    poller = select.poll()
+    if pidfd >= 0:
+        poller.register(pidfd, select.POLLIN)
+    poller.register(sigs.read_fd, select.POLLIN)
+    try:
+        while True:
+            status = _reap(pid)
+            if status is not None:
+                return _exited(status)
+            now = time.monotonic()
+            if sigs.received and forwarded_at is None:
+                forwarded_at = now
+                for sig in sigs.received:
+                    _signal(pid, sig)
+            if forwarded_at is not None and now - forwarded_at >= FORWARD_GRACE:
+                sig = sigs.received[0]
+                return Outcome(128 + sig, "signaled", signal=sig,
+                               detail=f"cvg-run received {signal.Signals(sig).name}")  # fmt: skip
+            if deadline is not None and now >= deadline:
+                return Outcome(EXIT_WALL_CLOCK, "wall_clock",
+                               detail=f"wall clock of {wall_clock:g} s ran out")  # fmt: skip
+            if processes is not None:
+                # Our own descendants, not the tool's: orphans (double-forked
+                # daemons) re-parent to this subreaper and still count.
+                count = len(process.descendants(os.getpid()))
+                if count > processes:
+                    detail = f"more than processes={processes} running at once"
+                    return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
+                                   detail=detail)  # fmt: skip
+            timeout = interval if processes is not None else 1.0
+            if deadline is not None:
+                timeout = min(timeout, max(deadline - now, 0.0))
+            if forwarded_at is not None:
+                timeout = min(timeout, max(forwarded_at + FORWARD_GRACE - now, 0.0))
+            try:
+                poller.poll(timeout * 1000)
+            except InterruptedError:
+                pass
+            sigs.drain()
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(tool: int) -> int | None:
+    """Reap every exited child (orphans re-parent to us); return the tool's
+    wait status once it has exited."""
+    found = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return found
+        if pid == tool:
+            found = status
+
+
+def _exited(status: int) -> Outcome:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return Outcome(128 + sig, "signaled", signal=sig,
+                       detail=f"killed by {signal.Signals(sig).name}")  # fmt: skip
+    return Outcome(os.waitstatus_to_exitcode(status), "exited")
+
+
+def kill_tree(deadline: float = KILL_DEADLINE) -> int:
+    """Kill every descendant of this process; return how many were signalled.
+
+    Loops until a scan finds nothing, because a process can fork between the
+    scan and the kill. Each kill goes through a pidfd opened after checking
+    the parent, so a PID reused by an unrelated process is never signalled:
+    our own children and orphans cannot be reused until we reap them, and a
+    grandchild's PID is re-checked against its parent after the pidfd pins it.
+    """
+    me = os.getpid()
+    killed: set[int] = set()
+    end = time.monotonic() + deadline
+    while True:
+        _reap(-1)
+        tree = process.descendants(me)
+        if not tree:
+            return len(killed)
+        members = {me, *tree}
+        for pid in tree:
+            try:
+                fd = process.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if process.parent_of(pid) in members:
+                    process.pidfd_send_signal(fd, signal.SIGKILL)
+                    killed.add(pid)
+            except OSError as e:
+                if e.errno != errno.ESRCH:
+                    raise
+            finally:
+                os.close(fd)
+        if time.monotonic() > end:
+            return len(killed)
+        time.sleep(0.001)

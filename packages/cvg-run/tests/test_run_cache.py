@@ -1,0 +1,106 @@
+"""The plan cache: a hit for the same policy, a miss for a changed one, and a
+damaged entry ignored (recompiled), never trusted."""
+
+from __future__ import annotations
+
+import json
+import pwd
+import re
+from pathlib import Path
+
+import pytest
+from runhelp import Box, load_record, make_policy, run_main
+
+Identity = pwd.struct_passwd | None
+PLAN_LINE = re.compile(r"^cvg-run: plan (sha256:[0-9a-f]+) \((cache|compiled)\) for ", re.M)
+
+
+def _source(err: str) -> str:
+    m = PLAN_LINE.search(err)
+    assert m, err
+    return m.group(2)
+
+
+def _entries(box: Box) -> list[Path]:
+    return sorted((box.cache / "cvg" / "plans").glob("*.json"))
+
+
+def _run(box: Box, identity: Identity, policy: Path | None) -> tuple[str, str]:
+    argv = ["-v", "--", "sh", "-c", "echo ran"]
+    if policy is not None:
+        argv = ["-p", str(policy), *argv]
+    ran = run_main(argv, box=box, user=identity)
+    assert (ran.rc, ran.out) == (0, "ran\n"), ran.err
+    return _source(ran.err), ran.err
+
+
+@pytest.mark.parametrize("which", ["file", "default"])
+def test_second_run_hits_the_cache(identity: Identity, box: Box, which: str) -> None:
+    policy = make_policy(box.share) if which == "file" else None
+    assert _run(box, identity, policy)[0] == "compiled"
+    assert len(_entries(box)) == 1
+    assert _run(box, identity, policy)[0] == "cache"
+    assert _run(box, identity, policy)[0] == "cache"
+    # The cached plan is the plan: both records carry the same digest and plan.
+    recs = [load_record(p) for p in box.records()]
+    assert len({r.plan_digest for _, r in recs}) == 1
+    assert len({json.dumps(raw["plan"], sort_keys=True) for raw, _ in recs}) == 1
+
+
+def test_changed_policy_misses(identity: Identity, box: Box) -> None:
+    policy = make_policy(box.share, resources={"wall_clock_seconds": 30})
+    assert _run(box, identity, policy)[0] == "compiled"
+    assert _run(box, identity, policy)[0] == "cache"
+    make_policy(box.share, resources={"wall_clock_seconds": 31})  # same path, new bytes
+    assert _run(box, identity, policy)[0] == "compiled"
+    assert len(_entries(box)) == 2
+    plans = [load_record(p)[0]["plan"] for p in box.records()]
+    assert sorted({p["wall_clock_seconds"] for p in plans}) == [30, 31]
+
+
+def test_other_kernel_abi_misses(identity: Identity, box: Box) -> None:
+    """The plan depends on the kernel: a capped ABI is another kernel."""
+    policy = make_policy(box.share, filesystem={"read": ["/usr", "/etc", "/bin", "/lib",
+                                                        "/lib64", "${CWD}"]})  # fmt: skip
+    assert _run(box, identity, policy)[0] == "compiled"
+    ran = run_main(["-v", "-p", str(policy), "--", "true"], box=box, user=identity,
+                   env={"CVG_LANDLOCK_ABI_MAX": "6"})  # fmt: skip
+    assert ran.rc == 0, ran.err
+    assert _source(ran.err) == "compiled"
+
+
+CORRUPTIONS = {
+    "truncated": lambda data: data[: len(data) // 2],
+    "garbage": lambda data: b"\x00\xff not json \x00",
+    "empty": lambda data: b"",
+    "not-an-object": lambda data: b"[]",
+    "plan-not-an-object": lambda data: json.dumps({**json.loads(data), "plan": 1}).encode(),
+    "plan-tampered": lambda data: json.dumps(
+        {**json.loads(data), "plan": {**json.loads(data)["plan"], "wall_clock_seconds": 1}}
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(CORRUPTIONS))
+def test_corrupted_entry_is_ignored(identity: Identity, box: Box, damage: str) -> None:
+    policy = make_policy(box.share, resources={"wall_clock_seconds": 30})
+    assert _run(box, identity, policy)[0] == "compiled"
+    [entry] = _entries(box)
+    entry.write_bytes(CORRUPTIONS[damage](entry.read_bytes()))
+    source, err = _run(box, identity, policy)
+    assert source == "compiled", err
+    assert "internal error" not in err
+    # ... and the rewritten entry is good again.
+    assert _run(box, identity, policy)[0] == "cache"
+    plans = [load_record(p)[0]["plan"] for p in box.records()]
+    assert {p["wall_clock_seconds"] for p in plans} == {30}
+
+
+def test_unwritable_cache_only_costs_speed(identity: Identity, box: Box) -> None:
+    blocker = box.root / "cache-is-a-file"
+    blocker.write_text("")
+    env = {"XDG_CACHE_HOME": str(blocker)}
+    for _ in range(2):
+        ran = run_main(["-v", "--", "true"], box=box, user=identity, env=env)
+        assert ran.rc == 0, ran.err
+        assert _source(ran.err) == "compiled"

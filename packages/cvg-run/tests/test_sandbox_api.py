@@ -1,0 +1,154 @@
+"""The warm Python API on the real kernel: Sandbox(policy).run(argv).
+
+Each test judges by an external oracle: the tool's own output, a file it
+could or could not read, the process table.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cvg_run import Sandbox, SandboxError
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture(scope="module")
+def box() -> Sandbox:
+    with Sandbox() as b:
+        yield b
+
+
+def test_runs_with_input_and_captures_output(box: Sandbox) -> None:
+    r = box.run(["python3", "-c", "import sys; print(sys.stdin.read().upper())"], input=b"hi")
+    assert (r.status, r.stdout, r.stderr, r.meaning) == (0, b"HI\n", b"", "exited")
+    assert r.record["kind"] == "cvg.run" and r.record["argv"][0] == "python3"
+
+
+def test_default_policy_denies_reading_outside_the_system(box: Sandbox, tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    # Oracle: unconfined, the same command reads it.
+    assert subprocess.run(["cat", str(secret)], capture_output=True).stdout == b"s3cret"
+    r = box.run(["cat", str(secret)], cwd="/")
+    assert r.status == 1 and b"Permission denied" in r.stderr and r.stdout == b""
+
+
+def test_exit_statuses(box: Sandbox) -> None:
+    assert box.run(["sh", "-c", "exit 7"]).status == 7
+    r = box.run(["sh", "-c", "kill -USR1 $$"])
+    assert (r.status, r.meaning) == (128 + signal.SIGUSR1, "signaled")
+    r = box.run(["sleep", "30"], timeout=0.3)
+    assert (r.status, r.meaning) == (124, "wall_clock")
+    r = box.run(["no-such-command-cvg"])
+    assert (r.status, r.meaning) == (127, "not_found")
+
+
+def test_argv_must_be_a_list_of_strings(box: Sandbox) -> None:
+    for bad in ("echo hi", [], ["echo", 1], b"echo"):
+        with pytest.raises(ValueError, match="non-empty list of strings"):
+            box.run(bad)  # type: ignore[arg-type]
+
+
+def test_fifty_parallel_runs_do_not_cross_talk(box: Sandbox) -> None:
+    results: dict[int, tuple[int, bytes, bytes]] = {}
+
+    def one(i: int) -> None:
+        r = box.run(["sh", "-c", f'read x; echo "$x-{i}"; echo e{i} >&2; exit {i % 7}'],
+                    input=f"in{i}\n".encode())  # fmt: skip
+        results[i] = (r.status, r.stdout, r.stderr)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(50):
+        assert results[i] == (i % 7, f"in{i}-{i}\n".encode(), f"e{i}\n".encode())
+
+
+def test_daemon_is_gone_after_a_warm_run(box: Sandbox) -> None:
+    r = box.run(["sh", "-c", "(setsid sleep 300 & echo $!) ; sleep 0.2"])
+    pid = int(r.stdout.split()[0])
+    assert r.status == 0
+    assert not Path(f"/proc/{pid}").exists() or _is_zombie_or_gone(pid)
+
+
+def _is_zombie_or_gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_closed_sandbox_refuses_and_helper_is_gone() -> None:
+    b = Sandbox()
+    pid = b._proc.pid
+    assert b.run(["true"]).status == 0
+    b.close()
+    assert b.closed
+    with pytest.raises(SandboxError, match="closed"):
+        b.run(["true"])
+    assert b._proc.poll() is not None and not Path(f"/proc/{pid}/cmdline").exists()
+
+
+def test_helper_never_outlives_its_owner(tmp_path: Path) -> None:
+    """An owner killed with SIGKILL (no cleanup at all) while a run is in
+    flight: the helper, the runner and the tool must all go."""
+    marker = tmp_path / "pids"
+    owner = textwrap.dedent(
+        f"""
+        import os, sys, threading
+        from cvg_run import Sandbox
+        box = Sandbox()
+        def go():
+            box.run(["sh", "-c", "echo $$; sleep 300"])
+        threading.Thread(target=go, daemon=True).start()
+        import time; time.sleep(1.0)
+        open({str(marker)!r}, "w").write(str(box._proc.pid))
+        time.sleep(300)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", owner])
+    try:
+        for _ in range(100):
+            if marker.exists() and marker.read_text():
+                break
+            time.sleep(0.05)
+        helper = int(marker.read_text())
+        tree = _tree(helper)
+        assert tree, "the helper should have a runner and a tool in flight"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        alive = [p for p in [helper, *tree] if _alive(p)]
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = [p for p in alive if _alive(p)]
+        assert alive == [], f"left behind: {alive}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and not _is_zombie_or_gone(pid)
+
+
+def _tree(root: int) -> list[int]:
+    from cvg_kernel.process import descendants
+
+    return descendants(root)
