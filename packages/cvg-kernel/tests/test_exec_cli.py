@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,27 @@ def test_rlimits_bite(files: Path, identity) -> None:
     # The shell's child dies of SIGXFSZ at the 4 KiB file-size limit.
     assert (out / "big").stat().st_size == 4096
     assert r.exitcode == 128 + signal.SIGXFSZ
+
+
+class _NoImports:
+    """A meta-path finder that refuses every import: stands for an interpreter
+    whose own library the plan does not grant."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        raise ImportError(f"import of {name} after confinement")
+
+
+def test_nothing_is_imported_between_confinement_and_exec(files: Path, identity) -> None:
+    """A PATH search must not import (os.execvpe imports warnings): after
+    Landlock the interpreter's library may be unreadable."""
+    plan = plan_file(
+        files, landlock=landlock(), environment={"set": {"PATH": "/nonexistent:/usr/bin"}}
+    )
+
+    def run() -> int:
+        sys.modules.pop("warnings", None)
+        sys.meta_path.insert(0, _NoImports())
+        return main(["--plan", str(plan), "--", "true"])
+
+    r = spawn(run, user=identity)
+    assert r.exitcode == 0, r.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 
 def _load_libc() -> ctypes.CDLL:
@@ -34,7 +33,7 @@ _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
 
 def machine() -> str:
     """The running architecture in cvg's spelling: ``x86_64`` or ``aarch64``."""
-    m = platform.machine()
+    m = os.uname().machine
     return {"arm64": "aarch64"}.get(m, m)
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import errno as _errno
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from ._record import Record
 
 Instruction = tuple[int, int, int, int]
 
@@ -146,8 +147,7 @@ def _check_offset(offset: int) -> int:
     return offset
 
 
-@dataclass
-class _Op:
+class _Op(Record, frozen=False):
     code: int
     k: int
     jt: str | None = None  # label, or None for the next instruction

@@ -19,14 +19,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import NamedTuple
 
 from . import _libc
+from ._record import Record
 from ._syscall_table import TABLES
 
 __all__ = [
@@ -70,7 +68,7 @@ class LandlockUnavailable(LandlockError):
     """The kernel offers no Landlock at all (ABI 0: absent, disabled, or capped to 0)."""
 
 
-class Right(NamedTuple):
+class Right(Record):
     """One Landlock access right, scope or flag: its bit and the ABI that introduced it."""
 
     name: str
@@ -173,7 +171,7 @@ def _abi_cap() -> int | None:
     if raw is None or raw == "":
         return None
     # fullmatch on digits rather than int(): int() would take "+4", " 4 " and "4_0".
-    if not re.fullmatch(r"[0-9]{1,4}", raw):
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4):
         raise LandlockError(
             f"{ABI_ENV}={raw!r} is not a valid Landlock ABI: use a non-negative integer "
             f"such as 4 (or unset it to use the kernel's ABI)"
@@ -206,16 +204,14 @@ def effective_abi() -> tuple[int, str]:
 # --------------------------------------------------------------------- negotiation
 
 
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(Record):
     """Something requested that is not enforced, and why (e.g. ``fs.ioctl_dev``)."""
 
     item: str
     reason: str
 
 
-@dataclass(frozen=True)
-class Negotiation:
+class Negotiation(Record):
     """What a request becomes at one ABI. Masks are ready for the kernel."""
 
     abi: int

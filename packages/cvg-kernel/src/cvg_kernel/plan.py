@@ -11,14 +11,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
 
 from . import landlock, seccomp
 from ._libc import machine
+from ._record import Factory, Record
 from .caps import CapabilityDrop, CapabilityError
 from .process import (
     RlimitError,
@@ -28,6 +26,11 @@ from .process import (
     prepare_rlimits,
     set_no_new_privs,
 )
+
+# typing only for the type checker: importing it costs every cold start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 KIND = "cvg.plan"
 MAJOR = 1
@@ -48,7 +51,6 @@ _SECCOMP_KEYS = frozenset(
      "memfd_noexec"}
 )  # fmt: skip
 _RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-_VAR = re.compile(r"\$\{([^}]*)\}")
 
 # Exit statuses shared with cvg-run (DESIGN.md).
 EXIT_NOT_STARTED = 125
@@ -83,8 +85,7 @@ class PlanError(ValueError):
     """The plan is malformed or cannot be applied on this kernel."""
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(Record):
     """Something the plan asked for that preparation dropped or skipped, and why."""
 
     item: str
@@ -111,10 +112,11 @@ def check_envelope(plan: object) -> None:
     if plan.get("kind") != KIND:
         raise PlanError(f"$.kind: expected {KIND!r}, got {plan.get('kind')!r}")
     version = plan.get("schema_version")
-    m = re.fullmatch(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
-    if m is None:
+    # str methods, not re: importing re costs every cold start.
+    head, dot, tail = version.partition(".") if isinstance(version, str) else ("", "", "")
+    if not (dot and _digits(head) and _digits(tail)):
         raise PlanError(f"$.schema_version: expected 'MAJOR.MINOR', got {version!r}")
-    major, minor = int(m.group(1)), int(m.group(2))
+    major, minor = int(head), int(tail)
     if major != MAJOR:
         raise PlanError(
             f"cvg.plan schema_version {version} is not supported"
@@ -133,15 +135,29 @@ def _no_extra(obj: Mapping[str, object], allowed: frozenset[str], where: str) ->
         raise PlanError(f"{where}.{extra[0]}: unknown key")
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def expand(value: str, variables: Mapping[str, str], where: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1)
+    """Replace each ``${NAME}`` with its value; an unknown name is a PlanError."""
+    out: list[str] = []
+    rest = value
+    while True:
+        start = rest.find("${")
+        if start < 0:
+            out.append(rest)
+            return "".join(out)
+        end = rest.find("}", start + 2)
+        if end < 0:
+            raise PlanError(f"{where}: unterminated ${{ in {value!r}")
+        name = rest[start + 2 : end]
         if name not in variables:
             known = ", ".join(sorted(variables)) or "none supplied"
             raise PlanError(f"{where}: unknown variable ${{{name}}} (supplied: {known})")
-        return variables[name]
-
-    return _VAR.sub(sub, value)
+        out.append(rest[:start])
+        out.append(variables[name])
+        rest = rest[end + 1 :]
 
 
 def _section(plan: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -157,8 +173,7 @@ def _str_list(value: object, where: str) -> list[str]:
     return list(value)
 
 
-@dataclass
-class Prepared:
+class Prepared(Record, frozen=False):
     """A plan made ready to apply: everything allocated, nothing yet enforced."""
 
     ruleset: landlock.Ruleset | None
@@ -166,7 +181,7 @@ class Prepared:
     rlimits: list[tuple[int, int, int]]
     caps: CapabilityDrop
     env: dict[str, str]
-    notes: list[Note] = field(default_factory=list)
+    notes: list[Note] = Factory(list)  # type: ignore[assignment]
 
     def apply(self) -> None:
         """Confine the calling process. Irreversible; call it in the child.
@@ -186,11 +201,27 @@ class Prepared:
     def execve(self, argv: Sequence[str], path: str | None = None) -> NoReturn:
         """Replace this process with ``argv`` in the plan's environment; raises
         OSError when the exec fails. ``path`` is the program when the caller has
-        already resolved it; otherwise argv[0] is searched in the plan's PATH."""
+        already resolved it; otherwise argv[0] is searched in the plan's PATH.
+
+        Not os.execvpe: it imports ``warnings`` on the way, and after
+        confinement the interpreter's own library may no longer be readable.
+        Nothing here may import.
+        """
         reset_signals()
-        if path is not None:
-            os.execve(path, list(argv), self.env)
-        os.execvpe(argv[0], list(argv), self.env)
+        args = list(argv)
+        if path is not None or "/" in args[0]:
+            os.execve(path or args[0], args, self.env)
+        saved: OSError | None = None
+        last: OSError = FileNotFoundError(2, "No such file or directory", args[0])
+        for directory in (self.env.get("PATH") or os.defpath).split(":"):
+            try:
+                os.execve(os.path.join(directory or ".", args[0]), args, self.env)
+            except (FileNotFoundError, NotADirectoryError) as e:
+                last = e
+            except OSError as e:  # e.g. EACCES: remembered, as execvp(3) does
+                last = e
+                saved = saved or e
+        raise saved or last
 
     def exec(self, argv: Sequence[str]) -> NoReturn:
         """``execve``, exiting with 126 or 127 (the statuses DESIGN.md gives) and a

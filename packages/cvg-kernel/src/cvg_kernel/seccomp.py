@@ -14,10 +14,9 @@ from __future__ import annotations
 import ctypes
 import errno as _errno
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from cvg_kernel import _libc, _syscall_table
+from cvg_kernel._record import Record
 from cvg_kernel.bpf import (
     AUDIT_ARCH_AARCH64,
     AUDIT_ARCH_X86_64,
@@ -32,6 +31,11 @@ from cvg_kernel.bpf import (
     disassemble,
     ret_errno,
 )
+
+# typing only for the type checker: importing it costs every cold start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class SeccompError(ValueError):
@@ -224,8 +228,7 @@ def _number(what: str, value: object, names: Mapping[str, int], limit: int) -> i
     return value
 
 
-@dataclass(frozen=True)
-class SocketRule:
+class SocketRule(Record):
     """One normalised ``sockets`` entry; ``protocols`` None means any protocol."""
 
     family: int
@@ -267,8 +270,7 @@ def socket_rules(sockets: Iterable[Mapping[str, Any]]) -> list[SocketRule]:
     return rules
 
 
-@dataclass(frozen=True)
-class Compiled:
+class Compiled(Record):
     """A built program plus what was left out of it, for the plan's report."""
 
     arch: str

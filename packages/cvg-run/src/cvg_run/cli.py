@@ -1,16 +1,15 @@
 """cvg-run: run a command under a cvg policy.
 
-argparse rather than click: cvg-run's cold start is part of what it costs a
-user per tool call, and every import on this path counts.
+Not click, and argparse only when needed: cvg-run's cold start is part of what
+it costs a user per tool call, and every import on this path counts. The
+common command lines are parsed by hand; --help, and anything the hand parser
+does not recognise, go to argparse, which also writes the error messages.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 
@@ -18,6 +17,10 @@ from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 
 from . import planning, record
 from .supervisor import Outcome, not_started, resolve_command, supervise
+
+TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTION = """\
 Run CMD under a cvg policy that the kernel enforces: Landlock for files and TCP
@@ -51,6 +54,8 @@ exit status:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="cvg-run",
         description=DESCRIPTION,
@@ -83,12 +88,61 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
+class Options:
+    """What the command line asked for (the same names argparse would give)."""
+
+    def __init__(self) -> None:
+        self.policy: str | None = None
+        self.allow_degraded = False
+        self.trace = False
+        self.record: str | None = None
+        self.keep_scratch = False
+        self.cwd: str | None = None
+        self.verbose = False
+        self.command: list[str] = []
+
+
+_FLAGS = {
+    "--allow-degraded": "allow_degraded",
+    "--trace": "trace",
+    "--keep-scratch": "keep_scratch",
+    "-v": "verbose",
+    "--verbose": "verbose",
+}
+_VALUES = {"-p": "policy", "--policy": "policy", "--record": "record", "--cwd": "cwd"}
+
+
+def _fast_parse(argv: Sequence[str]) -> Options | None:
+    """Parse the usual command lines; None sends the rest to argparse."""
+    opts = Options()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            opts.command = list(argv[i:])
+            return opts
+        name, eq, value = arg.partition("=")
+        if name in _FLAGS and not eq:
+            setattr(opts, _FLAGS[name], True)
+        elif name in _VALUES and name.startswith("--") and eq:
+            setattr(opts, _VALUES[name], value)
+        elif arg in _VALUES and i + 1 < len(argv):
+            i += 1
+            setattr(opts, _VALUES[arg], argv[i])
+        else:
+            return None
+        i += 1
+    return opts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args: Options | argparse.Namespace | None = _fast_parse(argv)
+    if args is None:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as e:
+            return int(e.code or 0)
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -107,14 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_STARTED
 
 
-def _run(args: argparse.Namespace, command: list[str]) -> int:
+def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
     cwd = os.path.abspath(args.cwd) if args.cwd else os.getcwd()
     if not os.path.isdir(cwd):
         _say(f"--cwd {args.cwd}: not a directory")
         return 2
     home = os.path.expanduser("~")
     run_id = record.new_run_id()
-    record_path = args.record or str(record.state_dir() / f"{run_id}.json")
+    record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
 
     try:
         planned = planning.plan_for(args.policy, cwd=cwd, home=home)
@@ -145,7 +199,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         return _finish(args, planned, command, cwd, run_id, record_path,
                        not_started("policy degraded on this kernel"), None)  # fmt: skip
 
-    scratch = tempfile.mkdtemp(prefix=f"cvg-{run_id}-")  # mode 0700
+    scratch = make_scratch(run_id)
     try:
         try:
             prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd})
@@ -184,7 +238,27 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch)
 
 
+def make_scratch(run_id: str) -> str:
+    """A fresh private directory (mode 0700) under $TMPDIR, as tempfile.mkdtemp
+    would make, without importing tempfile on the cold path."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    while True:
+        path = os.path.join(base, f"cvg-{run_id}-{os.urandom(4).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
 def _remove_scratch(path: str) -> None:
+    try:
+        os.rmdir(path)  # the common case: the tool left nothing
+        return
+    except OSError:
+        pass
+    import shutil  # only when there is something to remove
+
     shutil.rmtree(path, ignore_errors=True)
     if not os.path.lexists(path):
         return
@@ -207,7 +281,7 @@ def _remove_scratch(path: str) -> None:
 
 
 def _finish(
-    args: argparse.Namespace,
+    args: Options | argparse.Namespace,
     planned: planning.Planned,
     command: list[str],
     cwd: str,

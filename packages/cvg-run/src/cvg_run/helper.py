@@ -53,6 +53,7 @@ from .supervisor import (
     kill_tree,
     not_started,
     resolve_command,
+    which,
 )
 
 PR_SET_PDEATHSIG = 1
@@ -148,9 +149,7 @@ def _runner(
             # Resolved here, so the waiting child execs at once (a PATH search
             # in the child costs a failed execve per directory).
             path = (
-                argv[0]
-                if "/" in argv[0]
-                else shutil.which(argv[0], path=prepared.env.get("PATH", os.defpath))
+                argv[0] if "/" in argv[0] else which(argv[0], prepared.env.get("PATH", os.defpath))
             )
             start = {"argv": argv, "cwd": cwd, "path": path}
             socket.send_fds(tool_sock, [json.dumps(start).encode()], stdio)

@@ -10,17 +10,28 @@ per run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+
+# The built-in sha256 loads without OpenSSL, which hashlib loads at import.
+try:
+    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found, unused-ignore]
+except ImportError:  # Python 3.11
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+    except ImportError:
+        from hashlib import sha256 as _sha256  # type: ignore[assignment, unused-ignore]
 
 from cvg_kernel import landlock
+from cvg_kernel._record import Record
 
 from . import __version__
 from .record import write_atomic
+
+# typing only for the type checker: importing it costs every cold start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_POLICY_NAME = "<default policy>"
 
@@ -29,8 +40,7 @@ class PolicyRefused(Exception):
     """The policy is invalid, or cannot be compiled here. One line for the user."""
 
 
-@dataclass
-class Planned:
+class Planned(Record, frozen=False):
     plan: dict[str, Any]
     plan_digest: str
     policy_digest: str
@@ -38,9 +48,13 @@ class Planned:
     cached: bool
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cvg" / "plans"
+    return os.path.join(base, "cvg", "plans")
+
+
+def _sha256_hex(data: bytes) -> str:
+    return str(_sha256(data).hexdigest())
 
 
 def default_policy_bytes() -> bytes:
@@ -71,13 +85,12 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         real_path = os.path.abspath(policy_path)
         policy_dir = os.path.dirname(real_path)
         shown = policy_path
-    key_material = "\0".join(
-        [__version__, hashlib.sha256(data).hexdigest(), cwd, home, policy_dir, _kernel_key()]
-    )
-    key = hashlib.sha256(key_material.encode()).hexdigest()[:32]
-    cached = cache_dir() / f"{key}.json"
+    key_material = "\0".join([__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key()])
+    key = _sha256_hex(key_material.encode())[:32]
+    cached = os.path.join(cache_dir(), f"{key}.json")
     try:
-        entry = json.loads(cached.read_bytes())
+        with open(cached, "rb") as f:
+            entry = json.loads(f.read())
         plan, digest, policy_digest = entry["plan"], entry["plan_digest"], entry["policy_digest"]
         # A damaged entry is a miss: the plan must be an object whose digest is the
         # one stored beside it (cheap next to compiling).
@@ -98,7 +111,7 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
 
 def _plan_digest(plan: dict[str, Any]) -> str:
     canonical = json.dumps(plan, sort_keys=True, separators=(",", ":")).encode()
-    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return "sha256:" + _sha256_hex(canonical)
 
 
 def _compile(
@@ -118,4 +131,4 @@ def _compile(
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
     source = dumped.get("source") or {}
-    return dumped, str(source.get("policy_digest") or "sha256:" + hashlib.sha256(data).hexdigest())
+    return dumped, str(source.get("policy_digest") or "sha256:" + _sha256_hex(data))

@@ -11,10 +11,13 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from .supervisor import Outcome
+
+# typing only for the type checker: importing it costs every cold start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "1.0"
 
@@ -23,11 +26,12 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(4).hex()
 
 
-def state_dir() -> Path:
+# Paths are plain strings here: pathlib is a cost on every cold start.
+def state_dir() -> str:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "state"
     )
-    return Path(base) / "cvg" / "runs"
+    return os.path.join(base, "cvg", "runs")
 
 
 def _when(t: float) -> str:
@@ -91,9 +95,10 @@ def build(
 def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
     """Write via a temporary file in the same directory, fsync, rename: a reader
     sees the old file or the whole new one, never half of it."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = str(target.parent / f".{target.name}.{os.urandom(6).hex()}")
+    target = os.fspath(path)
+    parent, name = os.path.split(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.{os.urandom(6).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -15,14 +15,13 @@ import errno
 import os
 import resource
 import select
-import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from cvg_kernel import process
+from cvg_kernel._record import Record
 from cvg_kernel.plan import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -45,8 +44,7 @@ KILL_DEADLINE = 10.0
 _subreaper_set = False
 
 
-@dataclass
-class Outcome:
+class Outcome(Record, frozen=False):
     """How a run ended, in the terms of DESIGN.md's exit statuses."""
 
     status: int
@@ -83,10 +81,20 @@ def resolve_command(
         if os.path.isdir(target) or not os.access(target, os.X_OK):
             return EXIT_NOT_EXECUTABLE, f"{command}: not executable"
         return None
-    found = shutil.which(command, path=path if path is not None else os.defpath)
+    found = which(command, path if path is not None else os.defpath)
     if found is None:
         where = path if path is not None else os.defpath
         return EXIT_NOT_FOUND, f"{command}: not found in PATH={where}"
+    return None
+
+
+def which(command: str, path: str) -> str | None:
+    """The first executable file named ``command`` along ``path`` (shutil.which,
+    without importing shutil on the cold path)."""
+    for directory in path.split(os.pathsep):
+        candidate = os.path.join(directory or ".", command)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
     return None
 
 
