@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "schemas", "tests", "build"]
+nox.options.sessions = ["lint", "typecheck", "schemas", "readme", "tests", "build"]
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 
@@ -61,6 +61,13 @@ def schemas(session: nox.Session) -> None:
     _sync(session, "--all-packages")
     session.run("cvg-schema", "export", "packages/cvg-schema/schemas", "--check")
     session.run("python", "tools/gen_syscall_table.py", "--check")
+
+
+@nox.session
+def readme(session: nox.Session) -> None:
+    """The README's generated tables match the benchmark results files."""
+    _sync(session, "--only-group", "dev")
+    session.run("pytest", "benchmarks/test_readme_tables.py", "-q")
 
 
 @nox.session

@@ -117,6 +117,10 @@ def main() -> int:
         parser.error("--runs must be at least 1")
 
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
+    # As installed packages are: bytecode compiled (see benchmarks/README.md).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    src = sorted(str(p) for p in Path(__file__).resolve().parent.parent.glob("packages/*/src"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *src], check=True)
     facts = run_probes()
     in_process = measure(run_probes, args.runs)
     argv = cli_command()

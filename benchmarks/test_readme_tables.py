@@ -1,0 +1,69 @@
+"""The README's "What it costs" tables match benchmarks/results/*.json.
+
+    uv run pytest benchmarks/test_readme_tables.py
+
+Fails when a benchmark result changed and README.md was not re-rendered (run
+``uv run python benchmarks/render.py``), or when someone edited the generated part by hand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load_render() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cvg_bench_render", HERE / "render.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+render = _load_render()
+
+
+def test_readme_tables_match_results() -> None:
+    diff = render.check()
+    assert not diff, (
+        "README.md's 'What it costs' section drifted from benchmarks/results/; "
+        "run `uv run python benchmarks/render.py`:\n" + "".join(diff)
+    )
+
+
+def test_check_notices_drift(tmp_path: Path) -> None:
+    """The check is not vacuous: a changed number makes it fail, re-rendering fixes it."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for path in sorted(render.RESULTS.glob("*.json")):
+        (results / path.name).write_text(path.read_text())
+    readme = tmp_path / "README.md"
+    readme.write_text(render.README.read_text())
+    assert render.check(readme, results) == []
+
+    hosts = render.load_hosts(results, None)
+    if not hosts:
+        pytest.skip("no results files to alter")
+    stem, data = hosts[0]
+    section = data.get("run") or data["probe"]
+    section["measured_at"] = "1999-01-01T00:00:00+00:00"
+    (results / f"{stem}.json").write_text(json.dumps(data))
+    assert render.check(readme, results) != []
+    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert render.check(readme, results) == []
+    assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 0
+
+
+def test_markers_are_required(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# cvg\n\nno markers here\n")
+    with pytest.raises(render.RenderError):
+        render.check(readme, render.RESULTS)
