@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,76 @@ def _tree(root: int) -> list[int]:
     from cvg_kernel.process import descendants
 
     return descendants(root)
+
+
+SOURCES = [str(p) for p in sorted(Path(__file__).resolve().parents[2].glob("*/src"))]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating the unprivileged user needs root")
+def test_sandbox_as_an_unprivileged_user() -> None:
+    """The whole warm path as an unprivileged user: this process forks, drops
+    to the test user, and builds a Sandbox whose helper runs under the system
+    interpreter (this one lives under /root, mode 0700)."""
+
+    import shutil
+    import tempfile
+
+    from cvg_kernel.process import descendants  # imported before the drop
+
+    user = _unpriv_user()
+    tmp_path = Path(tempfile.mkdtemp(prefix="cvg-sandbox-unpriv-"))  # tmp_path is 0700 root
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    secret.chmod(0o644)
+    tmp_path.chmod(0o755)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # never returns into pytest
+        code = 1
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+            os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+            os.environ.update(
+                HOME=str(state), XDG_CACHE_HOME=str(state), XDG_STATE_HOME=str(state),
+                TMPDIR=str(state), PYTHONPATH=":".join(SOURCES),
+            )  # fmt: skip
+            with Sandbox(cwd=str(state), python="/usr/bin/python3.11") as b:
+                bare_ok = secret.read_text() == "s3cret"  # oracle: readable unconfined
+                denied = b.run(["cat", str(secret)])
+                ran = b.run(["id", "-u"])
+                helper_tree = descendants(b._proc.pid)
+            report = [bare_ok, denied.status, ran.stdout.decode().strip(), len(helper_tree) > 0]
+            os.write(w, repr(report).encode())
+            code = 0
+        except BaseException:
+            os.write(w, traceback.format_exc().encode())
+        finally:
+            os._exit(code)
+    os.close(w)
+    got = os.read(r, 4096).decode()
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(tmp_path, ignore_errors=True)
+    assert os.waitstatus_to_exitcode(status) == 0, got
+    bare_ok, denied_status, uid, had_runners = eval(got)  # our own repr of plain values
+    assert bare_ok and denied_status == 1
+    assert uid == str(user.pw_uid)
+    assert had_runners
+
+
+def _unpriv_user():
+    import pwd
+
+    try:
+        return pwd.getpwnam("cvgtest")
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "cvgtest"],
+            check=True,
+        )
+        return pwd.getpwnam("cvgtest")

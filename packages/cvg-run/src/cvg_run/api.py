@@ -75,7 +75,9 @@ class Sandbox:
     ``policy`` is a policy file path, or None for cvg-run's embedded default.
     A policy the kernel cannot fully enforce is refused unless
     ``allow_degraded``. Close it (or use ``with``) to stop the helper; the
-    helper also stops by itself when this process exits.
+    helper also stops by itself when this process exits. ``python`` is the
+    interpreter that runs the helper (default: this one); it needs only
+    cvg-run and cvg-kernel importable, not their third-party dependencies.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class Sandbox:
         cwd: str | None = None,
         allow_degraded: bool = False,
         keep_scratch: bool = False,
+        python: str | None = None,
     ) -> None:
         self.cwd = os.path.abspath(cwd) if cwd else os.getcwd()
         try:
@@ -108,7 +111,7 @@ class Sandbox:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "cvg_run.helper", str(theirs.fileno())],
+                [python or sys.executable, "-m", "cvg_run.helper", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
