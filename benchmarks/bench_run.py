@@ -26,9 +26,7 @@ updated and replaced atomically under a lock, and only that key is touched.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import gc
-import json
 import math
 import os
 import platform
@@ -45,10 +43,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import results_file  # benchmarks/ is on sys.path when run as a script
 from tabulate import tabulate
 
 from cvg_run import Sandbox
-from cvg_schema import write_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KEY = "run"
@@ -128,25 +126,7 @@ def loadavg() -> list[float]:
 
 
 def record(path: Path, entry: dict[str, Any]) -> None:
-    """Set ``entry`` under KEY in ``path``, keeping every other key as it is."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Lock the directory itself, as bench_probe.py does: it serialises the
-    # benchmarks' read-modify-write without leaving a lock file behind.
-    lock = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-        except FileNotFoundError:
-            data = {}
-        except ValueError as e:
-            raise SystemExit(f"bench_run: {path} is not a JSON object ({e}); not overwriting it")
-        data[KEY] = entry
-        write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
-    finally:
-        os.close(lock)  # releases the lock
+    results_file.record(path, KEY, entry, who="bench_run")
 
 
 def make_words(path: Path, size: int) -> int:
