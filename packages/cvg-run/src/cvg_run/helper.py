@@ -47,12 +47,13 @@ from cvg_kernel.plan import (
 from . import record
 from .supervisor import (
     Outcome,
-    _read_all,
-    _Signals,
-    _watch,
+    SignalCatcher,
     kill_tree,
     not_started,
+    read_all,
     resolve_command,
+    start_failure,
+    watch,
     which,
 )
 
@@ -198,18 +199,15 @@ def _supervise_started(
     tool: int, err_r: int, plan: dict[str, Any], timeout: float | None, t0: float
 ) -> Outcome:
     """Watch a pre-confined tool that has just been told to exec."""
-    failure = _read_all(err_r)
+    failure = read_all(err_r)
     os.close(err_r)
     wall = plan.get("wall_clock_seconds")
     if timeout is not None:
         wall = timeout if wall is None else min(wall, timeout)
-    with _Signals() as sigs:
-        outcome = _watch(tool, sigs, t0, wall, plan.get("processes"))
+    with SignalCatcher() as sigs:
+        outcome = watch(tool, sigs, t0, wall, plan.get("processes"))
     if failure:
-        code, _, message = failure.decode(errors="replace").partition(" ")
-        status = int(code) if code.isdigit() else EXIT_NOT_STARTED
-        meaning = {127: "not_found", 126: "not_executable"}.get(status, "not_started")
-        outcome = Outcome(status, meaning, detail=message)
+        outcome = start_failure(failure)
     outcome.pid = tool
     outcome.wall_seconds = time.monotonic() - t0
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)

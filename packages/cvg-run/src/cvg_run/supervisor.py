@@ -18,7 +18,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from cvg_kernel import process
 from cvg_kernel._record import Record
@@ -105,7 +105,7 @@ def _ensure_subreaper() -> None:
         _subreaper_set = True
 
 
-class _Signals:
+class SignalCatcher:
     """Catch the signals to forward, and wake poll() on them and on SIGCHLD."""
 
     def __init__(self) -> None:
@@ -115,7 +115,7 @@ class _Signals:
         self._old: dict[int, object] = {}
         self._old_wakeup = -1
 
-    def __enter__(self) -> _Signals:
+    def __enter__(self) -> SignalCatcher:
         if self.active:
             for sig in (*FORWARDED, signal.SIGCHLD):
                 self._old[sig] = signal.signal(sig, self._handle)
@@ -173,7 +173,6 @@ def supervise(
     cwd: str | None = None,
     wall_clock: float | None = None,
     processes: int | None = None,
-    on_started: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Run ``argv`` confined by ``prepared`` and supervise it to the end.
 
@@ -187,7 +186,7 @@ def supervise(
     started = time.time()
     t0 = time.monotonic()
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    with _Signals() as sigs:
+    with SignalCatcher() as sigs:
         try:
             pid = os.fork()
         except OSError as e:
@@ -198,19 +197,11 @@ def supervise(
             os.close(err_r)
             _child(prepared, argv, cwd, err_w)
         os.close(err_w)
-        failure = _read_all(err_r)
+        failure = read_all(err_r)
         os.close(err_r)
-        if on_started is not None and not failure:
-            on_started(pid)
-        outcome = _watch(pid, sigs, t0, wall_clock, processes)
+        outcome = watch(pid, sigs, t0, wall_clock, processes)
         if failure:
-            code, _, message = failure.decode(errors="replace").partition(" ")
-            status = int(code) if code.isdigit() else EXIT_NOT_STARTED
-            meaning = {
-                EXIT_NOT_FOUND: "not_found",
-                EXIT_NOT_EXECUTABLE: "not_executable",
-            }.get(status, "not_started")
-            outcome = Outcome(status, meaning, detail=message, pid=pid)
+            outcome = start_failure(failure)
         outcome.leftovers = kill_tree()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     outcome.pid = pid
@@ -224,7 +215,18 @@ def supervise(
     return outcome
 
 
-def _read_all(fd: int) -> bytes:
+def start_failure(failure: bytes) -> Outcome:
+    """The outcome a child reported up its error pipe as ``STATUS message``."""
+    code, _, message = failure.decode(errors="replace").partition(" ")
+    status = int(code) if code.isdigit() else EXIT_NOT_STARTED
+    meaning = {
+        EXIT_NOT_FOUND: "not_found",
+        EXIT_NOT_EXECUTABLE: "not_executable",
+    }.get(status, "not_started")
+    return Outcome(status, meaning, detail=message)
+
+
+def read_all(fd: int) -> bytes:
     chunks: list[bytes] = []
     while True:
         try:
@@ -236,8 +238,8 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def _watch(
-    pid: int, sigs: _Signals, t0: float, wall_clock: float | None, processes: int | None
+def watch(
+    pid: int, sigs: SignalCatcher, t0: float, wall_clock: float | None, processes: int | None
 ) -> Outcome:
     deadline = None if wall_clock is None else t0 + wall_clock
     interval = SCAN_INTERVAL_ROOT if os.geteuid() == 0 else SCAN_INTERVAL_USER
