@@ -158,6 +158,8 @@ OBSERVATION: dict[str, Any] = {
             "target_pid": None,
             "result": "ok",
             "time": 1738324800.123456,
+            "denied_while_learning": False,
+            "denied_by": None,
             "source": None,
         },
         {
@@ -174,6 +176,8 @@ OBSERVATION: dict[str, Any] = {
             "target_pid": None,
             "result": "EINPROGRESS",
             "time": 1738324800.2,
+            "denied_while_learning": True,
+            "denied_by": "seccomp",
             "source": None,
         },
     ],

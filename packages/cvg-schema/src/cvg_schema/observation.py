@@ -116,6 +116,17 @@ class Event(CvgModel):
         ge=0,
         description="Seconds since the epoch (strace -ttt); null when the source had no time.",
     )
+    denied_while_learning: bool = Field(
+        default=False,
+        description=(
+            "The learning sandbox refused this attempt (cvg-observe runs the tool confined). "
+            "cvg-generate never grants such an event unless told to (`--grant-denied`)."
+        ),
+    )
+    denied_by: Literal["landlock", "seccomp"] | None = Field(
+        default=None,
+        description="Which mechanism refused it, when `denied_while_learning`.",
+    )
     source: dict[str, JsonValue] | None = Field(
         default=None,
         description=(
@@ -123,6 +134,12 @@ class Event(CvgModel):
             "{tool, capability, target, decoy, result})."
         ),
     )
+
+    @model_validator(mode="after")
+    def _denial_is_consistent(self) -> Event:
+        if self.denied_by is not None and not self.denied_while_learning:
+            fail("denied_by is set but denied_while_learning is false", at=("denied_by",))
+        return self
 
 
 class Observation(MessageBase):

@@ -1,0 +1,3 @@
+from cvg_observe.cli import run
+
+run()

@@ -1,0 +1,3 @@
+"""The cvg-observe version."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,302 @@
+"""The learning sandbox: what a tool may do while cvg-observe watches it.
+
+Reads are allowed everywhere except the secrets below; writes only under the working
+directory, the scratch directory and /tmp (and /dev/null); anything may be executed;
+TCP and UDP reach every port (Landlock does not handle the network here, and every
+connect and bind is recorded); UNIX sockets are refused (seccomp), so D-Bus, the
+ssh-agent and docker.sock stay out of reach; cvg's seccomp deny list applies. The
+policy goes through :func:`cvg_policy.compile.compile_policy` like any other, so each
+secret is kept out by ``filesystem.deny`` (deny inside allow).
+
+:class:`Judge` then says which failed events the sandbox itself caused
+(``denied_while_learning``): an EACCES on a path no Landlock rule of the plan grants
+the needed right for, an EPERM from a call on the seccomp deny list, a socket family
+the filter does not allow.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cvg_policy.compile import WRITE_RIGHTS, compile_report
+from cvg_policy.expand import inside
+from cvg_policy.variables import context
+from cvg_schema import Policy
+
+from .events import RawEvent
+
+__all__ = [
+    "HOME_SECRETS",
+    "SYSTEM_SECRETS",
+    "Judge",
+    "LearningPlan",
+    "learning_plan",
+    "secret_paths",
+]
+
+HOME_SECRETS: Final = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".config/gh",
+    ".docker/config.json",
+    ".kube",
+    ".azure",
+    ".config/gcloud",
+    ".git-credentials",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".vault-token",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/hub",
+    ".terraform.d/credentials.tfrc.json",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+)
+"""Secrets beneath $HOME (and beneath the user's passwd home when that differs)."""
+
+SYSTEM_SECRETS: Final = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssl/private",
+    "/etc/ssh/ssh_host_*_key",
+)
+"""Secrets of the system (globs allowed)."""
+
+CWD_SECRETS: Final = (".env", ".env.*")
+"""Secrets in the working directory (globs)."""
+
+# Resource limits in the policy (replaced in the plan: see learning_plan).
+_RESOURCES: Final = {
+    "wall_clock_seconds": 7 * 24 * 3600,
+    "cpu_seconds": 7 * 24 * 3600,
+    "memory_mb": 1024 * 1024,
+    "file_size_mb": 1024 * 1024,
+    "open_files": 65536,
+    "processes": 4096,
+}
+
+
+def _passwd_home(euid: int | None = None) -> str | None:
+    try:
+        return pwd.getpwuid(os.geteuid() if euid is None else euid).pw_dir or None
+    except KeyError:
+        return None
+
+
+def secret_paths(cwd: str, home: str | None, *, euid: int | None = None) -> list[str]:
+    """The secrets that exist here, as paths (not yet resolved).
+
+    ``/root`` is denied whole when it is someone else's home (neither ``home`` nor the
+    caller's passwd home); as root it is the caller's own, and only its secrets are.
+    """
+    euid = os.geteuid() if euid is None else euid
+    homes: list[str] = []
+    for h in (home, _passwd_home(euid)):
+        if h and h != "/" and os.path.isabs(h) and h not in homes:
+            homes.append(os.path.normpath(h))
+    found: list[str] = []
+
+    def add(path: str) -> None:
+        if os.path.lexists(path) and path not in found:
+            found.append(path)
+
+    for h in homes:
+        for name in HOME_SECRETS:
+            add(os.path.join(h, name))
+    for pattern in SYSTEM_SECRETS:
+        for path in sorted(glob.glob(pattern)) if "*" in pattern else [pattern]:
+            add(path)
+    for pattern in CWD_SECRETS:
+        for path in sorted(glob.glob(os.path.join(glob.escape(cwd), pattern))):
+            add(path)
+    if euid != 0 and not any(inside(h, "/root") for h in homes):
+        add("/root")
+    return found
+
+
+@dataclass
+class LearningPlan:
+    """A compiled learning plan and what the judge needs to know about it."""
+
+    plan: dict[str, Any]
+    denied: list[str]  # the filesystem.deny paths, as given
+    fs_rules: list[tuple[str, frozenset[str]]]
+    deny_syscalls: frozenset[str]
+    deny_errno: str
+    socket_families: frozenset[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def learning_plan(
+    cwd: str,
+    home: str | None,
+    scratch: list[str],
+    env: Mapping[str, str] | None = None,
+) -> LearningPlan:
+    """Compile the learning sandbox for this working directory, home and scratch.
+
+    ``env`` is the environment the tool will get (default: this process's); every
+    variable in it is passed through. Raises cvg_policy.PolicyError when it cannot be
+    compiled."""
+    denied = secret_paths(cwd, home)
+    write = [cwd, *scratch, "/tmp", "/dev/null"]
+    policy = Policy.model_validate(
+        {
+            "kind": "cvg.policy",
+            "version": 1,
+            "filesystem": {
+                "read": ["/"],
+                "write": [w for w in write if os.path.exists(w)],
+                "execute": ["/"],
+                "deny": denied,
+            },
+            # Port 1 only so that TCP sockets are allowed; the port rules are removed
+            # below, so every port can be connected to and bound.
+            "network": {"tcp_connect": [1], "tcp_bind": [], "udp": True, "unix": False},
+            "ipc": {"signal_outside": True},
+            "resources": _RESOURCES,
+        }
+    )
+    variables = context(cwd=cwd, home=home or _passwd_home() or "/")
+    compiled = compile_report(policy, variables=variables)
+    plan = compiled.plan.model_dump(mode="json", by_alias=True)
+    landlock = plan["landlock"]
+    landlock["handled_net"] = []
+    landlock["net_rules"] = []
+    # No limits while learning beyond core dumps off: the tool is watched doing what it
+    # really does (a generated policy's limits come from cvg-generate, not from here).
+    plan["rlimits"] = {"core": 0}
+    plan["processes"] = None
+    # The tool's environment is the caller's, every variable passed as it is.
+    names = [n for n in (os.environ if env is None else env) if _env_name(n)]
+    plan["environment"] = {"set": {}, "pass": names}
+    plan["degraded"] = [d for d in plan["degraded"] if not d["item"].startswith("network.")]
+    # A write root with a secret inside (a .env in the working directory) was split into
+    # rules for its children, so nothing could be created directly in it. Landlock adds
+    # up the rights of a path's ancestors, so a rule on the root itself with every write
+    # right but read_file brings creating, writing and listing back and still leaves the
+    # secret unreadable (writes there are allowed anyway: it is beneath a write root).
+    notes = []
+    roots = {os.path.realpath(w) for w in write if os.path.exists(w)}
+    for e in compiled.plan.expansions:
+        if e.path in roots:
+            access = [r for r in landlock["handled_fs"] if r in WRITE_RIGHTS and r != "read_file"]
+            landlock["fs_rules"].append({"path": e.path, "access": access})
+            notes.append(
+                f"learning sandbox: {e.path} was split into {e.rules} rules to keep "
+                f"{', '.join(e.denied)} unreadable; files created directly in it during the "
+                "run could be written but not read back"
+            )
+        else:
+            notes.append(
+                f"learning sandbox: {e.path} was split into {e.rules} rules to keep "
+                f"{', '.join(e.denied)} unreadable; it could not be listed, nor could what "
+                "appeared directly in it during the run be read"
+            )
+    families = frozenset(s["family"] for s in plan["seccomp"]["sockets"])
+    fs_rules = [(r["path"], frozenset(r["access"])) for r in landlock["fs_rules"]]
+    return LearningPlan(
+        plan=plan,
+        denied=denied,
+        fs_rules=fs_rules,
+        deny_syscalls=frozenset(plan["seccomp"]["deny"]),
+        deny_errno=str(plan["seccomp"].get("deny_errno") or "EPERM"),
+        socket_families=families,
+        notes=notes,
+    )
+
+
+def _env_name(name: str) -> bool:
+    return (
+        bool(name)
+        and len(name) <= 256
+        and (name[0].isalpha() or name[0] == "_")
+        and name.isascii()
+        and all(c.isalnum() or c == "_" for c in name)
+    )
+
+
+_NEEDS: Final[dict[str, frozenset[str]]] = {
+    "read": frozenset({"read_file", "read_dir"}),
+    "execute": frozenset({"execute"}),
+    "write": frozenset({"write_file", "truncate"}),
+    "create": frozenset({"make_reg", "make_dir", "make_sym", "make_sock", "make_fifo"}),
+    "remove": frozenset({"remove_file", "remove_dir"}),
+    "rename": frozenset({"refer", "make_reg", "remove_file"}),
+    "link": frozenset({"refer", "make_reg"}),
+}
+
+
+class Judge:
+    """Decides which failed events the learning sandbox caused, and by what."""
+
+    def __init__(self, plan: LearningPlan) -> None:
+        self.plan = plan
+
+    def _granted(self, path: str, needs: Iterable[str]) -> bool:
+        needed = frozenset(needs)
+        candidates = {path}
+        try:
+            candidates.add(os.path.realpath(path))
+        except (OSError, ValueError):
+            pass
+        for p in candidates:
+            for rule_path, access in self.plan.fs_rules:
+                if access & needed and inside(p, rule_path):
+                    return True
+        return False
+
+    def __call__(self, event: RawEvent) -> str | None:
+        """``"landlock"`` or ``"seccomp"`` when the sandbox refused ``event``; else None."""
+        result = event.result
+        if result == "ok":
+            return None
+        if event.syscall in self.plan.deny_syscalls and result == self.plan.deny_errno:
+            return "seccomp"
+        if event.op == "socket" and result in ("EAFNOSUPPORT", "EPERM", "EACCES"):
+            family = event.family
+            if isinstance(family, str) and family not in self.plan.socket_families:
+                return "seccomp"
+            if event.sock_type == "raw":
+                return "seccomp"
+            return None
+        if result not in ("EACCES", "EPERM") or event.path is None:
+            return None
+        needs = _NEEDS.get(event.op)
+        if needs is None or not event.path.startswith("/"):
+            return None
+        if event.op in ("create", "remove") and event.path2 is None:
+            # Creating and removing are checked on the parent directory (and opening an
+            # existing file with O_CREAT as a write to the file itself).
+            parent = os.path.dirname(event.path) or "/"
+            if self._granted(parent, needs):
+                return None
+            if event.op == "create" and self._granted(event.path, _NEEDS["write"]):
+                return None
+            return "landlock"
+        if event.op == "read":
+            # A file needs read_file; listing a directory needs read_dir.
+            if self._granted(event.path, ("read_file",)):
+                return None
+            if os.path.isdir(event.path) and self._granted(event.path, ("read_dir",)):
+                return None
+            return "landlock"
+        paths = [event.path] + ([event.path2] if event.path2 else [])
+        if all(self._granted(p, needs) for p in paths):
+            return None
+        return "landlock"

@@ -1,0 +1,382 @@
+"""Read strace's text output, one line at a time, into :class:`Record` objects.
+
+The input is what ``strace -f -ttt -yy -o FILE`` writes: ``PID TIME NAME(ARGS) = RET``
+lines, calls split into ``<unfinished ...>`` and ``<... NAME resumed>`` halves (joined
+here by pid), ``+++ exited with N +++`` / ``+++ killed by SIGX +++`` lines and
+``--- SIGX {...} ---`` lines. Nothing is loaded whole: :func:`parse_lines` is a
+generator, and the only state kept is one half-finished call per pid.
+
+Arguments are split at the top level only (a ``{...}`` or ``[...]`` stays one argument)
+by a regular expression that knows strace's quoted strings (``"a\\"b"``) and ``-yy``
+descriptor annotations (``3</path/with\\76>``, ``AT_FDCWD</cwd>``,
+``1</dev/null<char 1:3>>``), so a parenthesis or comma inside a path never splits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+__all__ = [
+    "Fd",
+    "Record",
+    "TraceParser",
+    "parse_fd",
+    "parse_lines",
+    "unescape",
+]
+
+RecordKind = Literal["syscall", "exit", "killed", "signal"]
+
+
+@dataclass(slots=True)
+class Record:
+    """One completed system call, or a process exit, kill or signal delivery."""
+
+    kind: RecordKind
+    pid: int
+    time: float | None
+    name: str = ""  # syscall name; for signal/killed the signal name
+    args: list[str] = field(default_factory=list)  # top-level arguments, raw strace text
+    ret: str | None = None  # "0", "3", "?", "0x7f..."; None for non-syscalls
+    ret_fd: str | None = None  # the -yy annotation of a returned descriptor, unescaped
+    errno: str | None = None  # "ENOENT", "ERESTARTSYS"
+    status: int | None = None  # exit status (exit) or signal number (killed)
+
+
+# ---------------------------------------------------------------- the grammar
+
+_STR: Final = r'"(?:[^"\\]++|\\.)*+"(?:\.\.\.)?'
+# A -yy annotation, the part after the number: `3</etc/x>`, `AT_FDCWD</cwd>`,
+# `1</dev/null<char 1:3>>`, `3<TCP:[1.2.3.4:5->6.7.8.9:10]>`. Inside, strace escapes `<`,
+# `>`, `"` and `\`, so a bracket or comma there never ends an argument.
+_ANNOT: Final = r"<(?:[^<>\\]++|\\.|<[^<>]*+>)*+>"
+
+
+def _nested(depth: int) -> str:
+    """A bracketed group (any of (), [], {}) nested up to ``depth`` levels."""
+    group = ""
+    for _ in range(depth):
+        nested = f"|{group}" if group else ""
+        body = rf"(?>{_STR}|{_ANNOT}{nested}|[^\"()\[\]{{}}<]++|<)"
+        group = rf"(?:\({body}*+\)|\[{body}*+\]|\{{{body}*+\}})"
+    return group
+
+
+_GROUP: Final = _nested(6)
+# One top-level argument: strings, annotations, bracketed groups and runs of plain
+# text, up to a top-level comma. A lone `<` (not an annotation) is plain text too.
+_ARG: Final = rf"(?>{_STR}|{_ANNOT}|{_GROUP}|[^\"()\[\]{{}},<]++|<)++"
+_ARG_RE: Final = re.compile(rf"\s*+({_ARG})")
+# The rest of a complete call after `NAME(`: its arguments, `)`, ` = ` and the result.
+_CALL_RE: Final = re.compile(rf"(?P<args>(?:{_ARG}|,\s*)*+)\)\s+=\s+(?P<ret>.*)")
+# The result: a number or `?`, an optional -yy annotation, an optional errno name.
+_RET_RE: Final = re.compile(
+    r"(?P<val>-?\d+|0x[0-9a-fA-F]+|\?)"
+    r"(?P<fd><(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)?"
+    r"(?:\s+(?P<errno>E[A-Z0-9]+))?"
+)
+# The same, matching the whole result text (an errno's description in parentheses).
+_RET_FULL_RE: Final = re.compile(
+    r"\s*(?P<val>-?\d+|0x[0-9a-fA-F]+|\?)"
+    r"(?P<fd><(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)?"
+    r"(?:\s+(?P<errno>E[A-Z0-9]+))?(?:\s+\([^()]*\))?\s*$"
+)
+# One argument of a call without brackets: strings, descriptors and plain text.
+_FLAT_ARG_RE: Final = re.compile(rf"\s*+((?>{_STR}|{_ANNOT}|[^\",<]++|<)++)")
+# Text with an odd number of unescaped quotes cannot be a complete argument list.
+_QUOTE_RE: Final = re.compile(r'\\.|"')
+
+
+def _is_time(text: str) -> bool:
+    head, dot, tail = text.partition(".")
+    return bool(dot) and head.isdigit() and tail.isdigit()
+
+
+def _balanced(text: str) -> bool:
+    """True when the quotes in ``text`` pair up (so a ") = " found by rpartition is
+    outside every string)."""
+    if '"' not in text:
+        return True
+    if "\\" not in text:
+        return text.count('"') % 2 == 0
+    return sum(1 for m in _QUOTE_RE.finditer(text) if m.group() == '"') % 2 == 0
+
+
+# `PID TIME REST` as written by -o FILE, or `[pid PID] TIME REST` on a terminal.
+_PREFIX_RE: Final = re.compile(r"(?:(?:\[pid\s+)?(\d+)\]?\s+)?(?:(\d+\.\d+)\s+)?(.*)", re.DOTALL)
+_NAME_RE: Final = re.compile(r"([a-z_][a-z0-9_]*)\(")
+_RESUMED_RE: Final = re.compile(r"<\.\.\. ([a-z_][a-z0-9_]*) resumed>(.*)", re.DOTALL)
+_UNFINISHED: Final = " <unfinished ...>"
+_EXITED_RE: Final = re.compile(r"\+\+\+ exited with (\d+) \+\+\+")
+_KILLED_RE: Final = re.compile(r"\+\+\+ killed by (SIG[A-Z0-9+-]+)")
+_SIGNAL_RE: Final = re.compile(r"--- (SIG[A-Z0-9+-]+)")
+
+_ESCAPE_RE: Final = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.DOTALL)
+_SIMPLE_ESCAPES: Final = {
+    b"n": b"\n",
+    b"t": b"\t",
+    b"r": b"\r",
+    b"v": b"\v",
+    b"f": b"\f",
+    b"a": b"\a",
+    b"b": b"\b",
+    b"e": b"\x1b",
+}
+
+
+def _escape_sub(m: re.Match[bytes]) -> bytes:
+    octal, hexa, char = m.groups()
+    if octal is not None:
+        return bytes((int(octal, 8) & 0xFF,))
+    if hexa is not None:
+        return bytes((int(hexa, 16),))
+    return _SIMPLE_ESCAPES.get(char, char)
+
+
+def unescape(text: str) -> str:
+    """Undo strace's C-style escapes (``\\n``, ``\\"``, ``\\\\``, ``\\76``, ``\\x3e``).
+
+    strace prints bytes; the result is decoded as UTF-8, and bytes that are not UTF-8
+    come out as ``\\xNN`` (JSON cannot carry undecodable bytes).
+    """
+    if "\\" not in text:
+        return text
+    raw = _ESCAPE_RE.sub(_escape_sub, text.encode("utf-8", "surrogateescape"))
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def string_arg(arg: str) -> str | None:
+    """The value of a quoted string argument (``"..."``), unescaped; None otherwise.
+
+    A string strace truncated (``"..."...``) is returned as far as it goes.
+    """
+    if len(arg) >= 2 and arg[0] == '"':
+        end = len(arg) - 3 if arg.endswith('"...') else len(arg)
+        if end >= 2 and arg[end - 1] == '"':
+            return unescape(arg[1 : end - 1])
+    return None
+
+
+@dataclass(slots=True, frozen=True)
+class Fd:
+    """A descriptor argument: its number (None for AT_FDCWD) and what -yy said it is."""
+
+    number: int | None
+    target: str | None  # "/etc/hostname", "TCP:[...]", "pipe:[12]"; None when not decoded
+
+    @property
+    def path(self) -> str | None:
+        """The file it refers to, when that is a path."""
+        t = self.target
+        if t is None or not t.startswith("/"):
+            return None
+        return t
+
+
+_DEVICE_SUFFIX_RE: Final = re.compile(r"<(?:char|block) \d+:\d+>$")
+
+
+def _annotation(body: str) -> str:
+    """The inside of ``<...>`` made plain: unescaped, without ``<char 1:3>`` or
+    `` (deleted)``."""
+    if body.endswith(">"):
+        body = _DEVICE_SUFFIX_RE.sub("", body)
+    value = unescape(body)
+    if value.endswith(" (deleted)") and value.startswith("/"):
+        value = value[: -len(" (deleted)")]
+    return value
+
+
+def parse_fd(arg: str) -> Fd | None:
+    """``3</etc/x>`` -> Fd(3, "/etc/x"); ``AT_FDCWD</w>`` -> Fd(None, "/w");
+    ``AT_FDCWD`` -> Fd(None, None); ``5`` -> Fd(5, None); anything else None."""
+    lt = arg.find("<")
+    head = arg if lt < 0 else arg[:lt]
+    if head == "AT_FDCWD":
+        number = None
+    elif head.isdigit() or (head.startswith("-") and head[1:].isdigit()):
+        number = int(head)
+    else:
+        return None
+    if lt < 0:
+        return Fd(number, None)
+    if not arg.endswith(">"):
+        return Fd(number, None)
+    return Fd(number, _annotation(arg[lt + 1 : -1]))
+
+
+def split_args(text: str) -> list[str]:
+    """The top-level arguments of ``text`` (what is between a call's parentheses)."""
+    return _ARG_RE.findall(text)
+
+
+_SIGNUM: Final = {
+    "SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
+    "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
+    "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGSTKFLT": 16, "SIGCHLD": 17,
+    "SIGCONT": 18, "SIGSTOP": 19, "SIGTSTP": 20, "SIGTTIN": 21, "SIGTTOU": 22,
+    "SIGURG": 23, "SIGXCPU": 24, "SIGXFSZ": 25, "SIGVTALRM": 26, "SIGPROF": 27,
+    "SIGWINCH": 28, "SIGIO": 29, "SIGPWR": 30, "SIGSYS": 31,
+}  # fmt: skip
+
+
+def signal_number(name: str) -> int | None:
+    """``SIGKILL`` -> 9 (x86_64/aarch64 numbering); ``SIGRT_3`` -> 37; else None."""
+    if name in _SIGNUM:
+        return _SIGNUM[name]
+    if name.startswith("SIGRT_") and name[6:].isdigit():
+        return 34 + int(name[6:])
+    if name == "SIGRTMIN":
+        return 34
+    return None
+
+
+class TraceParser:
+    """Turn strace lines into records, joining split calls by pid.
+
+    ``feed`` takes one line (with or without its newline) and returns the record it
+    completes, or None (the first half of a split call, a blank or foreign line).
+    ``skipped`` counts lines that were not understood.
+    """
+
+    __slots__ = ("_pending", "skipped", "unmatched")
+
+    def __init__(self) -> None:
+        # pid -> (time of the first half, syscall name, argument text so far)
+        self._pending: dict[int, tuple[float | None, str, str]] = {}
+        self.skipped = 0
+        self.unmatched = 0  # resumed halves whose first half was never seen
+
+    def feed(self, line: str) -> Record | None:
+        line = line.rstrip("\n")
+        if not line:
+            return None
+        when: float | None
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].isdigit() and _is_time(parts[1]):
+            # The usual `PID TIME REST` of `strace -f -ttt -o FILE`.
+            pid, when, rest = int(parts[0]), float(parts[1]), parts[2]
+        else:
+            m = _PREFIX_RE.match(line)
+            if m is None:
+                self.skipped += 1
+                return None
+            pid = int(m.group(1)) if m.group(1) is not None else 0  # 0: not printed
+            stamp = m.group(2)
+            when = float(stamp) if stamp is not None else None
+            rest = m.group(3)
+        first = rest[:1]
+        if first == "<":
+            return self._resumed(pid, when, rest)
+        if first == "+":
+            return self._process(pid, when, rest)
+        if first == "-":
+            s = _SIGNAL_RE.match(rest)
+            if s is None:
+                self.skipped += 1
+                return None
+            return Record("signal", pid, when, s.group(1))
+        n = _NAME_RE.match(rest)
+        if n is None:
+            self.skipped += 1
+            return None
+        name = n.group(1)
+        body = rest[n.end() :]
+        if body.endswith(_UNFINISHED):
+            self._pending[pid] = (when, name, body[: -len(_UNFINISHED)])
+            return None
+        return self._complete(pid, when, name, body)
+
+    def _resumed(self, pid: int, when: float | None, rest: str) -> Record | None:
+        r = _RESUMED_RE.match(rest)
+        if r is None:
+            self.skipped += 1
+            return None
+        name, tail = r.group(1), r.group(2)
+        pending = self._pending.pop(pid, None)
+        if pending is None or pending[1] != name:
+            # A thread's execve finishes in the thread-group leader's pid.
+            found = None
+            if name in ("execve", "execveat"):
+                for other, item in self._pending.items():
+                    if item[1] == name:
+                        found = other
+                        break
+            if found is not None:
+                pending = self._pending.pop(found)
+            else:
+                self.unmatched += 1
+                pending = (when, name, "")
+        start, _, text = pending
+        if tail.endswith(_UNFINISHED):  # interrupted again: `<... x resumed> <unfinished ...>`
+            self._pending[pid] = (start, name, text + tail[: -len(_UNFINISHED)])
+            return None
+        return self._complete(pid, start if start is not None else when, name, text + tail)
+
+    def _complete(self, pid: int, when: float | None, name: str, body: str) -> Record | None:
+        # Fast path: the last ") = " ends the arguments unless the result's own -yy
+        # annotation holds one (then the result does not parse and the full grammar
+        # decides); arguments without brackets split with a simpler expression.
+        args_text, sep, ret = body.rpartition(") = ")
+        r = _RET_FULL_RE.match(ret) if sep else None
+        if r is None or not _balanced(args_text):
+            c = _CALL_RE.match(body)
+            if c is None:
+                self.skipped += 1
+                return None
+            args_text = c.group("args")
+            ret = c.group("ret")
+            r = _RET_RE.match(ret)
+            args = _ARG_RE.findall(args_text)
+        elif "(" in args_text or "{" in args_text or "[" in args_text:
+            args = _ARG_RE.findall(args_text)
+        else:
+            args = _FLAT_ARG_RE.findall(args_text)
+        rec = Record("syscall", pid, when, name, args)
+        if r is None:
+            rec.ret = ret.strip() or "?"
+            return rec
+        rec.ret = r.group("val")
+        fd = r.group("fd")
+        if fd is not None:
+            rec.ret_fd = _annotation(fd[1:-1])
+        rec.errno = r.group("errno")
+        return rec
+
+    def _process(self, pid: int, when: float | None, rest: str) -> Record | None:
+        # An unfinished call never finishes once its process is gone.
+        e = _EXITED_RE.match(rest)
+        if e is not None:
+            self._pending.pop(pid, None)
+            return Record("exit", pid, when, status=int(e.group(1)))
+        k = _KILLED_RE.match(rest)
+        if k is not None:
+            self._pending.pop(pid, None)
+            name = k.group(1)
+            return Record("killed", pid, when, name, status=signal_number(name))
+        # "+++ superseded by execve in pid N +++": the thread is gone, not the process.
+        if "superseded" in rest:
+            return None
+        self.skipped += 1
+        return None
+
+    def pending(self) -> int:
+        """How many calls are still waiting for their second half."""
+        return len(self._pending)
+
+    def in_flight(self) -> dict[int, tuple[float | None, str, str]]:
+        """The calls waiting for their second half: pid -> (time, name, argument text)."""
+        return self._pending
+
+
+def parse_lines(lines: Iterable[str], parser: TraceParser | None = None) -> Iterator[Record]:
+    """Records from strace lines, in order of completion."""
+    p = TraceParser() if parser is None else parser
+    feed = p.feed
+    for line in lines:
+        rec = feed(line)
+        if rec is not None:
+            yield rec

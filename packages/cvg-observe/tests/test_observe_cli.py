@@ -1,0 +1,329 @@
+"""End to end on the real kernel: cvg-observe runs commands under strace, confined by
+cvg's own learning sandbox unless --unconfined, and prints one cvg.observation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cvg_kernel.landlock import ABI_ENV
+from cvg_observe.cli import UNCONFINED_WARNING, main
+from cvg_schema import Observation, loads, loads_as
+
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+
+PY = sys.executable
+KEY = "-----BEGIN FAKE KEY----- s3cr3t-c0ntent"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with a file and a subdirectory, and a fake home with a key."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(KEY)
+    cwd = tmp_path / "work"
+    (cwd / "sub").mkdir(parents=True)
+    (cwd / "x").write_text("the x file\n")
+    (cwd / "hello.txt").write_text("hello from the file\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(ABI_ENV, raising=False)
+    monkeypatch.delenv("CVG_STRACE", raising=False)
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def run(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def observation(out: str) -> Observation:
+    assert out.endswith("\n") and out.count("\n") == 1, "stdout must be exactly one JSON line"
+    return loads_as(Observation, out)
+
+
+def test_cat_a_file(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capfd, "--", "cat", "hello.txt")
+    assert code == 0
+    obs = observation(out)  # stdout is exactly the observation...
+    assert "hello from the file" in err  # ...and the tool's own stdout went to stderr
+    assert "hello from the file" not in out
+    assert obs.argv == ["cat", "hello.txt"] and obs.cwd == str(work)
+    assert obs.home == os.environ["HOME"] and obs.exit_status == 0
+    assert len(obs.scratch) == 1 and not os.path.exists(obs.scratch[0])  # removed after
+    assert obs.strace_version and obs.strace_version[0].isdigit()
+    first = obs.events[0]
+    assert (first.id, first.op, first.syscall, first.result) == ("e1", "execute", "execve", "ok")
+    assert first.path is not None and first.path.endswith("/cat")
+    # cvg-exec's own start-up (a python process) is not in the observation.
+    assert not any("cvg_kernel" in (e.path or "") for e in obs.events)
+    reads = [e for e in obs.events if e.path == str(work / "hello.txt")]
+    assert [(e.op, e.syscall, e.result) for e in reads] == [("read", "openat", "ok")]
+    assert reads[0].pid == first.pid and reads[0].time is not None
+    assert [e.path for e in obs.executables] == [first.path]
+    assert obs.executables[0].event_id == "e1"
+    assert obs.executables[0].interpreter is not None
+    assert any("learning sandbox" in n for n in obs.notes)
+
+
+def test_shell_cd_and_relative_path(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capfd, "--", "sh", "-c", "cd sub && cat ../x")
+    assert code == 0, err
+    obs = observation(out)
+    assert "the x file" in err
+    chdirs = [(e.op, e.path, e.result) for e in obs.events if e.op == "chdir"]
+    assert chdirs == [("chdir", str(work / "sub"), "ok")]
+    reads = [e for e in obs.events if e.path == str(work / "x")]
+    assert [(e.op, e.result) for e in reads] == [("read", "ok")]
+    sh = obs.events[0]
+    assert reads[0].pid != sh.pid  # cat ran in a forked child, with the cwd it inherited
+    assert [Path(e.path).name for e in obs.executables] == ["sh", "cat"]
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[int]:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    def serve() -> None:
+        try:
+            conn, _ = srv.accept()
+            conn.sendall(b"pong")
+            conn.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield port
+    srv.close()
+    t.join(5)
+
+
+def test_python_connects_to_a_loopback_server(
+    work: Path, tcp_server: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (work / "client.py").write_text(
+        "import socket, sys\n"
+        f"s = socket.create_connection(('127.0.0.1', {tcp_server}))\n"
+        "print(s.recv(4).decode())\n"
+    )
+    code, out, err = run(capfd, "--", PY, "client.py")
+    assert code == 0, err
+    assert "pong" in err
+    obs = observation(out)
+    connects = [e for e in obs.events if e.op == "connect"]
+    assert [(e.port, e.address, e.family, e.sock_type, e.result) for e in connects] == [
+        (tcp_server, "127.0.0.1", "inet", "stream", "ok")
+    ]
+    assert connects[0].source is None  # allowed while learning
+    sockets = [(e.family, e.sock_type, e.result) for e in obs.events if e.op == "socket"]
+    assert ("inet", "stream", "ok") in sockets
+
+
+SECRET_READER = """\
+import os, sys
+try:
+    with open(os.path.expanduser("~/.ssh/id_rsa")) as f:
+        print(f.read())
+except OSError as e:
+    print("refused:", e.strerror)
+    sys.exit(3)
+"""
+
+
+def test_secret_read_is_refused_and_marked(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    (work / "steal.py").write_text(SECRET_READER)
+    code, out, err = run(capfd, "--", PY, "steal.py")
+    assert code == 3  # the tool's own status
+    assert "refused: Permission denied" in err
+    assert KEY not in out and KEY not in err
+    obs = observation(out)
+    key = os.path.join(os.environ["HOME"], ".ssh", "id_rsa")
+    hits = [e for e in obs.events if e.path == key]
+    assert [(e.op, e.syscall, e.result) for e in hits] == [("read", "openat", "EACCES")]
+    assert (hits[0].denied_while_learning, hits[0].denied_by) == (True, "landlock")
+    assert obs.exit_status == 3
+    assert any(os.path.join(os.environ["HOME"], ".ssh") in n for n in obs.notes)
+
+
+def test_unconfined_warns_and_is_not_a_sandbox(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (work / "steal.py").write_text(SECRET_READER)
+    code, out, err = run(capfd, "--unconfined", "--", PY, "steal.py")
+    assert code == 0
+    assert UNCONFINED_WARNING in err
+    assert KEY in err  # read for real: the tool's stdout went to stderr
+    assert KEY not in out
+    obs = observation(out)
+    key = os.path.join(os.environ["HOME"], ".ssh", "id_rsa")
+    hits = [e for e in obs.events if e.path == key]
+    assert [(e.op, e.result, e.source) for e in hits] == [("read", "ok", None)]
+    # No cvg-exec between strace and the tool: the first event is the tool's own exec.
+    assert obs.events[0].path == PY and obs.events[0].op == "execute"
+    assert any("--unconfined" in n for n in obs.notes)
+
+
+def test_seccomp_denied_calls_are_seen_and_marked(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (work / "esc.py").write_text(
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.unshare(0x20000), ctypes.get_errno())\n"  # CLONE_NEWNS
+        "import socket\n"
+        "try:\n"
+        "    socket.socket(socket.AF_UNIX)\n"
+        "except OSError as e:\n"
+        "    print('unix', e.errno)\n"
+    )
+    code, out, err = run(capfd, "--", PY, "esc.py")
+    assert code == 0, err
+    assert "-1 1" in err  # EPERM from cvg's seccomp filter
+    obs = observation(out)
+    unshare = [e for e in obs.events if e.syscall == "unshare"]
+    assert [(e.op, e.result) for e in unshare] == [("other", "EPERM")]
+    assert (unshare[0].denied_while_learning, unshare[0].denied_by) == (True, "seccomp")
+    unix = [e for e in obs.events if e.op == "socket" and e.family == "unix"]
+    assert [(e.result, e.denied_while_learning) for e in unix] == [("EAFNOSUPPORT", True)]
+
+
+def test_writes_outside_the_write_roots_are_refused(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    target = "/etc/cvg-observe-test-must-not-exist"
+    (work / "w.py").write_text(
+        "import os\n"
+        f"try:\n    open({target!r}, 'w')\nexcept OSError as e:\n    print(e.errno)\n"
+        "open('made-here.txt', 'w').write('ok')\n"
+        "import tempfile\n"
+        "with tempfile.NamedTemporaryFile() as f: print(os.path.dirname(f.name))\n"
+    )
+    code, out, err = run(capfd, "--", PY, "w.py")
+    assert code == 0, err
+    assert not os.path.exists(target)
+    assert (work / "made-here.txt").read_text() == "ok"
+    obs = observation(out)
+    refused = [e for e in obs.events if e.path == target]
+    assert [(e.op, e.result, e.denied_by) for e in refused] == [("create", "EACCES", "landlock")]
+    made = [e for e in obs.events if e.path == str(work / "made-here.txt")]
+    assert [(e.op, e.result, e.denied_while_learning) for e in made] == [("create", "ok", False)]
+    assert obs.scratch[0] in err  # $TMPDIR pointed the tool at the scratch directory
+
+
+def test_out_file_leaves_stdio_alone(
+    work: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "obs.json"
+    code, out, _ = run(capfd, "--out", str(dest), "--", "cat", "hello.txt")
+    assert code == 0
+    assert out == "hello from the file\n"  # the tool's stdout is its own again
+    obs = loads_as(Observation, dest.read_bytes())
+    assert any(e.path == str(work / "hello.txt") for e in obs.events)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".obs.json.")]
+
+
+def test_exit_status_is_the_tools(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capfd, "--", "sh", "-c", "exit 7")
+    assert code == 7 and observation(out).exit_status == 7
+    code, out, _ = run(capfd, "--", "sh", "-c", "kill -TERM $$")
+    assert code == 128 + 15 and observation(out).exit_status == 128 + 15
+
+
+def test_stdin_reaches_the_tool(work: Path) -> None:
+    # A real process: stdin must be the caller's, stdout exactly one observation.
+    proc = subprocess.run(
+        [sys.executable, "-m", "cvg_observe", "--", "sh", "-c", "read line; echo got:$line"],
+        input=b"ping\n",
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.endswith(b"got:ping\n")
+    msg = loads(proc.stdout)
+    assert isinstance(msg, Observation)
+    assert proc.stdout.count(b"\n") == 1
+
+
+def test_strace_missing(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capfd, "--strace", "/nonexistent/strace", "--", "true")
+    assert code == 125 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "strace not found" in lines[0]
+
+
+def test_usage_errors(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capfd)
+    assert code == 2 and out == ""
+    code, out, err = run(capfd, "--")
+    assert code == 2 and out == "" and "no command given" in err
+    code, out, err = run(capfd, "--bogus-option", "--", "true")
+    assert code == 2 and out == ""
+
+
+@pytest.mark.parametrize("unconfined", [False, True])
+def test_command_not_found(work: Path, capfd: pytest.CaptureFixture[str], unconfined: bool) -> None:
+    flags = ["--unconfined"] if unconfined else []
+    code, out, err = run(capfd, *flags, "--", "no-such-command-cvg")
+    assert code == 127 and out == ""
+    assert "no-such-command-cvg" in err
+
+
+def test_help_teaches(capfd: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capfd, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml" in text
+    assert "--out" in text and "MCP" in text
+    assert "~/.ssh" in text and "/etc/shadow" in text and ".env" in text
+    assert "125" in text and "127" in text
+
+
+def test_observation_json_keys_are_in_model_order(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capfd, "--", "true")
+    assert code == 0
+    data: dict[str, Any] = json.loads(out)
+    assert list(data)[:2] == ["kind", "schema_version"]
+    assert data["kind"] == "cvg.observation"
+
+
+SLEEPER = "import time; print('started', flush=True); time.sleep(30)"
+
+
+def test_sigterm_is_passed_on_to_the_tool(work: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cvg_observe", "--", PY, "-c", SLEEPER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == b"started\n"  # the tool runs (its stdout: stderr)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    obs = loads_as(Observation, out)
+    assert obs.exit_status == 128 + signal.SIGTERM
+    assert [e.path for e in obs.events if e.op == "execute"] == [PY]

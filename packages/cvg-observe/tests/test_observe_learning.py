@@ -1,0 +1,110 @@
+"""The learning sandbox's policy, its plan, and the judge of denied events."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cvg_observe.events import RawEvent
+from cvg_observe.learning import Judge, learning_plan, secret_paths
+from cvg_policy.expand import inside
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("KEY")
+    (home / ".aws").mkdir()
+    (home / ".docker").mkdir()
+    (home / ".docker" / "config.json").write_text("{}")
+    (home / "notes.txt").write_text("fine")
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / ".env").write_text("TOKEN=1")
+    (cwd / ".env.local").write_text("TOKEN=2")
+    (cwd / "code.py").write_text("")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    return home, cwd, scratch
+
+
+def test_secret_paths_are_those_that_exist(layout: tuple[Path, Path, Path]) -> None:
+    home, cwd, _ = layout
+    found = secret_paths(str(cwd), str(home), euid=0)
+    assert str(home / ".ssh") in found
+    assert str(home / ".aws") in found
+    assert str(home / ".docker" / "config.json") in found
+    assert str(home / ".docker") not in found  # only the config, not the whole directory
+    assert str(home / ".kube") not in found  # does not exist
+    assert str(cwd / ".env") in found and str(cwd / ".env.local") in found
+    assert str(cwd / "code.py") not in found
+    if os.path.exists("/etc/shadow"):
+        assert "/etc/shadow" in found
+    assert "/root" not in found  # as root, /root is the caller's own home
+
+
+def test_root_is_denied_when_it_is_someone_elses_home(layout: tuple[Path, Path, Path]) -> None:
+    home, cwd, _ = layout
+    found = secret_paths(str(cwd), str(home), euid=1000)
+    assert ("/root" in found) == os.path.lexists("/root")
+    assert "/root" not in secret_paths(str(cwd), "/root", euid=1000)
+
+
+def test_learning_plan(layout: tuple[Path, Path, Path]) -> None:
+    home, cwd, scratch = layout
+    lp = learning_plan(str(cwd), str(home), [str(scratch)])
+    plan = lp.plan
+    assert plan["kind"] == "cvg.plan"
+    assert plan["landlock"]["handled_net"] == [] and plan["landlock"]["net_rules"] == []
+    assert plan["rlimits"] == {"core": 0} and plan["processes"] is None
+    assert "ptrace" in plan["seccomp"]["deny"]
+    assert {s["family"] for s in plan["seccomp"]["sockets"]} == {"inet", "inet6"}
+    assert plan["environment"]["set"] == {}
+    assert "PATH" in plan["environment"]["pass"]
+    rules = lp.fs_rules
+
+    def can(path: Path | str, right: str) -> bool:
+        p = os.path.realpath(path)
+        return any(right in access and inside(p, rp) for rp, access in rules)
+
+    assert not can(home / ".ssh" / "id_rsa", "read_file")
+    assert not can(home / ".docker" / "config.json", "read_file")
+    assert not can(cwd / ".env", "read_file")
+    assert can(home / "notes.txt", "read_file")
+    assert can(cwd / "code.py", "write_file")
+    assert can(scratch / "new", "make_reg") or can(scratch, "make_reg")
+    assert can("/usr/bin/env", "execute")
+    assert not can("/etc/passwd", "write_file")
+    assert not can("/usr/new-file", "make_reg")
+    assert can(home / "notes.txt", "write_file")  # the test's home is under /tmp
+    assert lp.denied == secret_paths(str(cwd), str(home))
+
+
+def test_judge(layout: tuple[Path, Path, Path]) -> None:
+    home, cwd, scratch = layout
+    judge = Judge(learning_plan(str(cwd), str(home), [str(scratch)]))
+
+    def e(op: str, result: str, path: str | None = None, **kw: object) -> RawEvent:
+        return RawEvent(1, op, kw.pop("syscall", "openat"), result, 1.0, path=path, **kw)  # type: ignore[arg-type]
+
+    key = str(home / ".ssh" / "id_rsa")
+    assert judge(e("read", "EACCES", key)) == "landlock"
+    assert judge(e("read", "ok", key)) is None
+    assert judge(e("read", "ENOENT", key)) is None
+    assert judge(e("read", "EACCES", str(home / "notes.txt"))) is None  # granted: not ours
+    assert judge(e("write", "EACCES", "/etc/passwd")) == "landlock"
+    assert judge(e("create", "EACCES", "/usr/new.txt")) == "landlock"
+    # cwd holds .env, so it was split; a rule on cwd itself keeps creating possible
+    assert judge(e("create", "EACCES", str(cwd / "new.txt"))) is None
+    assert judge(e("read", "EACCES", str(cwd / ".env"))) == "landlock"
+    assert judge(e("create", "EACCES", str(scratch / "new.txt"))) is None
+    assert judge(e("remove", "EACCES", "/etc/hostname", syscall="unlink")) == "landlock"
+    assert judge(e("stat", "EACCES", key, syscall="newfstatat")) is None  # stat: not Landlock
+    assert judge(e("other", "EPERM", syscall="unshare")) == "seccomp"
+    assert judge(e("other", "EPERM", syscall="ptrace")) == "seccomp"
+    assert judge(e("socket", "EAFNOSUPPORT", syscall="socket", family="unix")) == "seccomp"
+    assert judge(e("socket", "EAFNOSUPPORT", syscall="socket", family="inet")) is None
+    assert judge(e("connect", "ECONNREFUSED", syscall="connect", port=5)) is None
