@@ -536,6 +536,10 @@ def reference(
         return err(errno.EPERM)
     if "memfd_create" in names and spec["memfd_noexec"] and (low[1] & 0x10 or not low[1] & 0x8):
         return err(errno.EPERM)
+    send_flags = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
+    for call in names & set(send_flags):
+        if low[send_flags[call]] & 0x20000000:  # MSG_FASTOPEN: always refused
+            return err(errno.EPERM)
     return ALLOW
 
 
@@ -574,6 +578,8 @@ INTERESTING_LOW = [
     0x40000000,
     0x3D0F00,
     0x01200011,
+    0x20000000,  # MSG_FASTOPEN
+    0x20004040,
     6,
     17,
     132,
@@ -605,6 +611,9 @@ def nrs(arch: str) -> st.SearchStrategy[int]:
             "clone3",
             "ioctl",
             "memfd_create",
+            "sendto",
+            "sendmsg",
+            "sendmmsg",
             "ptrace",
             "execveat",
             "read",

@@ -657,3 +657,67 @@ def test_clone3_may_be_allowed_only_with_namespaces() -> None:
     build_program("x86_64", enosys=[], clone_namespaces=True)
     build_program("x86_64", enosys=[], kill=["clone3"])
     assert compile_spec("x86_64", deny=[], enosys=["clone3"]).skipped == ()
+
+
+# ----------------------------------------------------------------- TCP fast open
+
+
+class _Sink:
+    """A loopback listener that records what reaches it: the external oracle."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.got = b""
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(1)
+        try:
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    conn.settimeout(0.5)
+                    try:
+                        while chunk := conn.recv(4096):
+                            self.got += chunk
+                    except OSError:
+                        pass
+        except OSError:
+            return
+
+    def close(self) -> bytes:
+        self.thread.join(5)
+        self.sock.close()
+        return self.got
+
+
+@pytest.mark.parametrize("call", ["sendto", "sendmsg"])
+def test_tcp_fast_open_is_refused(identity: pwd.struct_passwd | None, call: str) -> None:
+    """MSG_FASTOPEN connects inside sendmsg, where Landlock's TCP port check never
+    runs: a policy granting no port would still reach any. Refused outright."""
+    MSG_FASTOPEN = 0x20000000
+
+    def fastopen_to(port: int) -> Callable[[], int]:
+        def attempt_send() -> int:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                if call == "sendto":
+                    s.sendto(b"exfil", MSG_FASTOPEN, ("127.0.0.1", port))
+                else:
+                    s.sendmsg([b"exfil"], [], MSG_FASTOPEN, ("127.0.0.1", port))
+            except OSError as e:
+                return e.errno or -1
+            finally:
+                s.close()
+            return 0
+
+        return attempt_send
+
+    sink = _Sink()
+    bare = probe(fastopen_to(sink.port), identity, None)
+    assert bare == 0 and sink.close() == b"exfil"  # the escape works unconfined
+    sink = _Sink()
+    confined = probe(fastopen_to(sink.port), identity, DEFAULT)
+    assert confined == errno.EPERM and sink.close() == b""
