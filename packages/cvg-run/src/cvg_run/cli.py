@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 
 from . import planning, record
-from .supervisor import Outcome, not_started, resolve_command, supervise
+from .supervisor import Outcome, not_started, resolve_command, supervise, tree_limits
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
@@ -223,6 +223,7 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                         cwd=cwd,
                         wall_clock=plan.get("wall_clock_seconds"),
                         processes=plan.get("processes"),
+                        totals=tree_limits(plan),
                     )
                 finally:
                     prepared.close()

@@ -53,6 +53,7 @@ from .supervisor import (
     read_all,
     resolve_command,
     start_failure,
+    tree_limits,
     watch,
     which,
 )
@@ -205,7 +206,7 @@ def _supervise_started(
     if timeout is not None:
         wall = timeout if wall is None else min(wall, timeout)
     with SignalCatcher() as sigs:
-        outcome = watch(tool, sigs, t0, wall, plan.get("processes"))
+        outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan))
     if failure:
         outcome = start_failure(failure)
     outcome.pid = tool

@@ -18,7 +18,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cvg_kernel import process
 from cvg_kernel._record import Record
@@ -30,6 +30,10 @@ from cvg_kernel.plan import (
     exec_failure,
     exec_status,
 )
+
+TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_WALL_CLOCK = 124
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -173,6 +177,7 @@ def supervise(
     cwd: str | None = None,
     wall_clock: float | None = None,
     processes: int | None = None,
+    totals: TreeLimits | None = None,
 ) -> Outcome:
     """Run ``argv`` confined by ``prepared`` and supervise it to the end.
 
@@ -199,7 +204,7 @@ def supervise(
         os.close(err_w)
         failure = read_all(err_r)
         os.close(err_r)
-        outcome = watch(pid, sigs, t0, wall_clock, processes)
+        outcome = watch(pid, sigs, t0, wall_clock, processes, totals)
         if failure:
             outcome = start_failure(failure)
         outcome.leftovers = kill_tree()
@@ -238,10 +243,66 @@ def read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class TreeLimits(Record):
+    """Limits on the whole tree of the tool's processes, not on each one.
+
+    RLIMIT_CPU and RLIMIT_AS bind each process alone: four processes under a
+    512 MB limit can hold 2 GB between them. The supervisor sums CPU time and
+    resident memory over every process in the tree at each scan and ends the
+    run when a sum passes the policy's number.
+    """
+
+    cpu_seconds: float | None = None
+    memory_bytes: int | None = None
+
+
+def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
+    """cpu_seconds and memory_mb of the policy, as the plan's rlimits carry them."""
+
+    def soft(value: object) -> int | None:
+        if isinstance(value, list):
+            value = value[0]
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    rlimits = plan.get("rlimits") or {}
+    cpu = soft(rlimits.get("cpu"))
+    return TreeLimits(None if cpu is None else float(cpu), soft(rlimits.get("as")))
+
+
+def _tree_usage(members: Sequence[int]) -> tuple[float, int]:
+    """(CPU seconds, resident bytes) of ``members``, each with what it has reaped."""
+    ticks = 0
+    pages = 0
+    for member in members:
+        try:
+            with open(f"/proc/{member}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        # utime, stime, cutime, cstime are fields 14-17; rss is field 24.
+        ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        pages += int(fields[21])
+    return ticks / _TICK, pages * _PAGE
+
+
 def watch(
-    pid: int, sigs: SignalCatcher, t0: float, wall_clock: float | None, processes: int | None
+    pid: int,
+    sigs: SignalCatcher,
+    t0: float,
+    wall_clock: float | None,
+    processes: int | None,
+    totals: TreeLimits | None = None,
 ) -> Outcome:
     deadline = None if wall_clock is None else t0 + wall_clock
+    if totals is not None and totals.cpu_seconds is None and totals.memory_bytes is None:
+        totals = None
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped_before = reaped.ru_utime + reaped.ru_stime
     interval = SCAN_INTERVAL_ROOT if os.geteuid() == 0 else SCAN_INTERVAL_USER
     try:
         pidfd = process.pidfd_open(pid)
@@ -269,15 +330,29 @@ def watch(
             if deadline is not None and now >= deadline:
                 return Outcome(EXIT_WALL_CLOCK, "wall_clock",
                                detail=f"wall clock of {wall_clock:g} s ran out")  # fmt: skip
-            if processes is not None:
+            if processes is not None or totals is not None:
                 # Our own descendants, not the tool's: orphans (double-forked
                 # daemons) re-parent to this subreaper and still count.
-                count = len(process.descendants(os.getpid()))
-                if count > processes:
+                members = process.descendants(os.getpid())
+                detail = None
+                if processes is not None and len(members) > processes:
                     detail = f"more than processes={processes} running at once"
+                elif totals is not None:
+                    cpu, resident = _tree_usage(members)
+                    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu += usage.ru_utime + usage.ru_stime - reaped_before
+                    if totals.cpu_seconds is not None and cpu > totals.cpu_seconds:
+                        detail = (f"the tool's processes used {cpu:.2f} CPU seconds in all, "
+                                  f"more than cpu_seconds={totals.cpu_seconds:g}")  # fmt: skip
+                    elif totals.memory_bytes is not None and resident > totals.memory_bytes:
+                        limit_mb = totals.memory_bytes >> 20
+                        detail = (f"the tool's processes held {resident >> 20} MiB resident "
+                                  f"at once, more than memory_mb={limit_mb}")  # fmt: skip
+                if detail is not None:
                     return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
                                    detail=detail)  # fmt: skip
-            timeout = interval if processes is not None else 1.0
+            scanning = processes is not None or totals is not None
+            timeout = interval if scanning else 1.0
             if deadline is not None:
                 timeout = min(timeout, max(deadline - now, 0.0))
             if forwarded_at is not None:
