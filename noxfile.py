@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "schemas", "readme", "tests", "build"]
+nox.options.sessions = ["lint", "typecheck", "schemas", "readme", "tests", "build", "escape"]
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 
@@ -111,3 +111,22 @@ def build(session: nox.Session) -> None:
         )
         session.run(py, "-c", f"import {module}", external=True)
         session.run(str(venv / "bin" / script), "--help", external=True, silent=True)
+
+
+@nox.session(python="3.11")
+def escape(session: nox.Session) -> None:
+    """The escape matrix (escape/): every attack as root and as an unprivileged user
+    through the real cvg-run, judged by external oracles; fails on any escape outside
+    DESIGN.md's documented limits. Native ABI by default, into a scratch directory (the
+    committed results stay as they are); `-- --matrix` runs ABI 4 and 6 too
+    (simulated) and rewrites escape/results/. Then checks the reports for drift.
+    Python 3.11: cvg-run runs as the unprivileged user under /usr/bin/python3.11 from
+    a staged copy of this venv's packages. Needs root."""
+    _sync(session, "--all-packages")
+    args = list(session.posargs)
+    if "--matrix" not in args and "--out" not in args:
+        args += ["--out", session.create_tmp()]
+    try:
+        session.run("python", "escape/run.py", *args)
+    finally:
+        session.run("pytest", "escape/test_report.py", "-q")

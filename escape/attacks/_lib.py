@@ -1,0 +1,81 @@
+"""What every attack module shares: the registry and a few ctypes helpers.
+
+An attack module is imported by the runner (for its registry: class, oracle,
+docstring) and executed inside the sandbox as ``python3.11 MODULE.py NAME``.
+An attack never judges itself: whatever it prints is only material for the
+runner's oracles (a secret token it could not know unless the read worked).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+REGISTRY: dict[str, Attack] = {}
+
+
+@dataclass
+class Attack:
+    name: str
+    cls: str
+    oracle: str
+    func: object
+    module: str
+    policy: str = "workspace"
+    limit: str | None = None  # the documented limit an escape would go through
+    hold: float = 0.0  # seconds the runner keeps sampling before it may judge
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def doc(self) -> str:
+        return " ".join((self.func.__doc__ or "").split())
+
+
+def attack(cls: str, oracle: str, **kw):
+    """Register the decorated function as an attack."""
+
+    def deco(func):
+        name = func.__name__
+        if name in REGISTRY:
+            raise ValueError(f"duplicate attack {name}")
+        REGISTRY[name] = Attack(name, cls, oracle, func, func.__module__, **kw)
+        return func
+
+    return deco
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def sys_call(nr: int, *args: int) -> int:
+    """A raw syscall with integer (or pointer-as-integer) arguments; raises OSError."""
+    r = libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(a) for a in args))
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+
+
+def args() -> dict:
+    with open(sys.argv[2]) as f:
+        return json.load(f)
+
+
+def out(*parts: object) -> None:
+    print(*parts, flush=True)
+
+
+def main(module_globals: dict) -> None:
+    name = sys.argv[1]
+    a = args()
+    func = REGISTRY[name].func
+    try:
+        func(a)
+    except OSError as e:
+        sys.stderr.write(f"{name}: OSError {e.errno} {e.strerror}\n")
+        sys.exit(3)

@@ -1,0 +1,1148 @@
+"""The escape matrix runner: every attack, judged by external oracles only.
+
+    uv run python escape/run.py [--matrix] [--only PATTERN] [--identity root|unpriv]
+                                [--abi N] [--report-only] [--jobs N]
+
+For each attack and identity it first runs the attack with no sandbox (the same
+user, the same command, under a plain fork-exec-wait parent: support/passthru.py)
+and counts the attack only if its oracle fires there ("proven"). Then it runs it
+through the real `cvg-run -p POLICY -- /usr/bin/python3.11 ATTACK.py NAME` at
+each Landlock ABI of the cell (the native one, and with --matrix 4 and 6
+through CVG_LANDLOCK_ABI_MAX: a simulation on a newer kernel).
+
+Outcomes per cell: contained, escaped, documented-limit (the oracle fired, but
+only through a limit DESIGN.md documents), not-proven (the oracle did not fire
+even without a sandbox on this host). Exit status 1 on any escape.
+
+Must run as root: it runs every attack as root and as the unprivileged user
+(`cvgtest`, created if missing), and cvg-run as that user runs under
+/usr/bin/python3.11 from a staged, world-readable copy of the packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import fnmatch
+import importlib.util
+import json
+import multiprocessing
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ATTACKS_DIR = HERE / "attacks"
+SUPPORT_DIR = HERE / "support"
+POLICIES_DIR = HERE / "policies"
+RESULTS_DIR = HERE / "results"
+PY = "/usr/bin/python3.11"
+UNPRIV = "cvgtest"
+CVG_MAIN = "import sys; from cvg_run.cli import main; sys.argv[0] = 'cvg-run'; sys.exit(main())"
+SAMPLE = 0.02
+HARD_TIMEOUT = 40.0
+ABI_MATRIX = (4, 6)
+
+# The limits DESIGN.md ("What is enforced, and what is not") documents. An oracle
+# that fires in a cell counts as documented-limit only when the attack names one
+# of these and it applies in that cell.
+LIMITS = {
+    "loader": (
+        "an execute grant does not stop the dynamic loader from running a file the "
+        "tool can only read",
+        lambda abi, pol: True,
+    ),
+    "hosts": ("hosts are not filtered (only ports)", lambda abi, pol: True),
+    "metadata": (
+        "file metadata (stat, chmod, chown, utime, extended attributes) is outside Landlock",
+        lambda abi, pol: True,
+    ),
+    "signal": (
+        "below ABI 6 a tool can signal same-user processes outside the sandbox",
+        lambda abi, pol: abi < 6,
+    ),
+    "supervisor-kill": (
+        "below ABI 6 the tool can signal cvg-run (same user), and a supervisor "
+        "killed with SIGKILL can leave the tool's children behind",
+        lambda abi, pol: abi < 6,
+    ),
+    "unix-abstract": (
+        "abstract UNIX sockets are scoped from Landlock ABI 6; below it a policy with "
+        "network.unix: true is degraded, listed as such, and runs only with "
+        '--allow-degraded (README, "What cvg does not enforce")',
+        lambda abi, pol: abi < 6 and pol == "unix",
+    ),
+    "unix-path": (
+        "pathname UNIX sockets are not path-checked below ABI 9 when network.unix "
+        "is granted (DESIGN.md policy comment on `unix`; KERNEL-NOTES.md section 4)",
+        lambda abi, pol: abi < 9 and pol == "unix",
+    ),
+}
+LIMIT_DOC = 'DESIGN.md, section "What is enforced, and what is not"'
+
+
+# --------------------------------------------------------------------------- attacks
+
+
+def load_attacks() -> dict:
+    sys.path.insert(0, str(ATTACKS_DIR))
+    import _lib
+
+    for path in sorted(ATTACKS_DIR.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+    return dict(_lib.REGISTRY)
+
+
+# --------------------------------------------------------------------------- staging
+
+
+def stage_python(base: Path) -> str:
+    """A world-readable copy of the cvg packages and the third-party modules they
+    import, so cvg-run runs as the unprivileged user under /usr/bin/python3.11 even
+    when the venv lives under an unreadable home. Returns the PYTHONPATH."""
+    dest = base / "py"
+    dest.mkdir()
+    for src in sorted((ROOT / "packages").glob("*/src/*")):
+        if src.is_dir() and not src.name.startswith("."):
+            shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = (
+        "import sys, json, cvg_run.cli, cvg_run.planning, cvg_policy.compile, cvg_policy.load,"
+        " cvg_policy.variables, cvg_policy.errors, cvg_schema\n"
+        "print(json.dumps(sorted({getattr(m, '__file__', None) or ''"
+        " for m in sys.modules.values()})))"
+    )
+    files = json.loads(subprocess.check_output([sys.executable, "-c", probe], cwd=ROOT))
+    import sysconfig
+
+    sites = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    tops = set()
+    for f in files:
+        for site in sites:
+            if f.startswith(site + "/"):
+                tops.add(f[len(site) + 1 :].split("/")[0])
+    for site in sites:
+        for top in tops:
+            src = Path(site) / top
+            if src.is_dir() and not (dest / top).exists():
+                shutil.copytree(src, dest / top, ignore=shutil.ignore_patterns("__pycache__"))
+            elif src.is_file() and not (dest / top).exists():
+                shutil.copy2(src, dest / top)
+    subprocess.run(["chmod", "-R", "a+rX", str(dest)], check=True)
+    return str(dest)
+
+
+def ensure_unpriv_user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(UNPRIV)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin", UNPRIV],
+            check=True,
+        )
+        return pwd.getpwnam(UNPRIV)
+
+
+# --------------------------------------------------------------------------- oracles
+
+
+def snapshot(paths: list[Path], skip: tuple[str, ...] = ("__pycache__", "ws")) -> dict:
+    out = {}
+    for top in paths:
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = [d for d in dirnames if d not in skip]
+            for name in [*dirnames, *filenames, ""]:
+                p = os.path.join(dirpath, name) if name else dirpath
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                content = None
+                if os.path.isfile(p) and not os.path.islink(p) and st.st_size < 65536:
+                    try:
+                        with open(p, "rb") as f:
+                            content = f.read()
+                    except OSError:
+                        pass
+                out[p] = (
+                    st.st_mode,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                    st.st_ino,
+                    content,
+                    os.readlink(p) if os.path.islink(p) else None,
+                )
+    return out
+
+
+def diff_snapshots(before: dict, after: dict, new_ok: tuple[str, ...] = ()) -> list[str]:
+    changes = []
+    for p, v in before.items():
+        if p not in after:
+            changes.append(f"removed {p}")
+        elif after[p] != v:
+            if any(p == n.rstrip("/") for n in new_ok) and after[p][4] == v[4]:
+                continue  # cvg-run itself writes its plan cache and run records here
+            what = [
+                n
+                for n, a, b in zip(
+                    ("mode", "size", "mtime", "ctime", "inode", "content", "target"),
+                    v,
+                    after[p],
+                    strict=True,
+                )
+                if a != b
+            ]
+            changes.append(f"changed {p} ({', '.join(what)})")
+    for p in after:
+        if p not in before and not any(p.startswith(n) for n in new_ok):
+            changes.append(f"created {p}")
+    return changes
+
+
+class Sink:
+    """A listener outside the sandbox that records whether any bytes arrived."""
+
+    def __init__(self, kind: str, addr=None):
+        self.kind = kind
+        self.received = b""
+        self.addr = addr
+        fam = {
+            "tcp": socket.AF_INET,
+            "tcp6": socket.AF_INET6,
+            "udp": socket.AF_INET,
+            "unix": socket.AF_UNIX,
+            "abstract": socket.AF_UNIX,
+            "unixdgram": socket.AF_UNIX,
+        }[kind]
+        typ = socket.SOCK_DGRAM if kind in ("udp", "unixdgram") else socket.SOCK_STREAM
+        self.sock = socket.socket(fam, typ)
+        if addr is None:
+            addr = {"tcp": ("127.0.0.1", 0), "tcp6": ("::1", 0), "udp": ("127.0.0.1", 0)}[kind]
+        self.sock.bind(addr)
+        self.addr = self.sock.getsockname()
+        if typ == socket.SOCK_STREAM:
+            self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                if self.sock.type == socket.SOCK_DGRAM:
+                    data = self.sock.recv(65536)
+                    self.received += data
+                    continue
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            conn.settimeout(1.0)
+            try:
+                while data := conn.recv(65536):
+                    self.received += data
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(1)
+        self.sock.close()
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def proc_children() -> dict[int, int]:
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    s = f.read()
+                out[int(d)] = int(s[s.rindex(")") + 2 :].split()[1])
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    parents = proc_children()
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, stack = [], [root]
+    while stack:
+        for k in kids.get(stack.pop(), []):
+            out.append(k)
+            stack.append(k)
+    return out
+
+
+def read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def status_field(pid: int, field: str) -> str:
+    for line in read(f"/proc/{pid}/status").splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+NS_TYPES = ("user", "net", "mnt", "pid", "uts", "ipc", "cgroup", "time")
+KOBJ = ("[perf_event]", "[userfaultfd]", "[io_uring]", "bpf-map", "bpf-prog", "bpf_link")
+
+
+def ns_of(pid: int) -> dict:
+    out = {}
+    for t in NS_TYPES:
+        try:
+            out[t] = os.readlink(f"/proc/{pid}/ns/{t}")
+        except OSError:
+            pass
+    try:
+        out["root"] = os.readlink(f"/proc/{pid}/root")
+    except OSError:
+        pass
+    return out
+
+
+def kobjs_of(pid: int) -> set[str]:
+    found = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            for k in KOBJ:
+                if k in target:
+                    found.add(target)
+    except OSError:
+        pass
+    return found
+
+
+def cpu_ticks(pid: int) -> int:
+    s = read(f"/proc/{pid}/stat")
+    try:
+        f = s[s.rindex(")") + 2 :].split()
+        return int(f[11]) + int(f[12]), int(f[13]) + int(f[14])  # own, reaped children
+    except (ValueError, IndexError):
+        return 0, 0
+
+
+def fd_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def kill_pids(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def reap_all() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# --------------------------------------------------------------------------- one run
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _worker_init() -> None:
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of a run come here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def make_elf(msg: bytes) -> bytes:
+    """A minimal x86_64 ELF (ET_DYN with an empty dynamic section, so ld.so loads
+    it too) that writes ``msg`` to stdout and exits 0."""
+    import struct
+
+    code = (
+        b"\xb8\x01\x00\x00\x00\xbf\x01\x00\x00\x00\x48\x8d\x35"
+        + struct.pack("<i", 16)
+        + b"\xba"
+        + struct.pack("<I", len(msg))
+        + b"\x0f\x05\xb8\x3c\x00\x00\x00\x31\xff\x0f\x05"
+    )
+    start = 64 + 2 * 56
+    body = code + msg
+    body += b"\0" * (-(start + len(body)) % 8)
+    dyn_off = start + len(body)
+    body += b"\0" * 16
+    size = start + len(body)
+    ehdr = struct.pack(
+        "<4sBBBBB7xHHIQQQIHHHHHH",
+        b"\x7fELF",
+        2,
+        1,
+        1,
+        0,
+        0,
+        3,
+        62,
+        1,
+        start,
+        64,
+        0,
+        0,
+        64,
+        56,
+        2,
+        64,
+        0,
+        0,
+    )
+    load = struct.pack("<IIQQQQQQ", 1, 5, 0, 0, 0, size, size, 0x1000)
+    dyn = struct.pack("<IIQQQQQQ", 2, 4, dyn_off, dyn_off, dyn_off, 16, 16, 8)
+    return ehdr + load + dyn + body
+
+
+def policy_text(name: str, ports: dict) -> str:
+    text = (POLICIES_DIR / f"{name}.yaml").read_text()
+    for key, value in ports.items():
+        text = text.replace(f"@{key}@", str(value))
+    return text
+
+
+def run_job(job: dict) -> dict:
+    """Run one attack once (baseline or sandboxed) and judge it by its oracle."""
+    try:
+        return _run_job(job)
+    except Exception as e:
+        import traceback
+
+        return {
+            "fired": False,
+            "evidence": f"runner error: {e!r}",
+            "error": True,
+            "trace": traceback.format_exc()[-2000:],
+            "status": None,
+            "stderr": "",
+        }
+
+
+def _run_job(job: dict) -> dict:
+    a = job["attack"]
+    uid, gid = job["uid"], job["gid"]
+    base = Path(tempfile.mkdtemp(prefix=f"{a['name']}-", dir=job["tmp"]))
+    os.chmod(base, 0o755)
+    work, ws, outside, oracle, state, poldir = (
+        base / n for n in ("work", "work/ws", "outside", "oracle", "state", "policy")
+    )
+    for d in (work, ws, outside, oracle, state, poldir):
+        d.mkdir(parents=True, exist_ok=True)
+    tok = os.urandom(6).hex()
+    secret = f"SECRET-{tok}"
+    exec_token = f"EXEC-{os.urandom(6).hex()}"
+    # Attack code and its arguments, readable by the tool.
+    shutil.copytree(ATTACKS_DIR, work / "attacks", ignore=shutil.ignore_patterns("__pycache__"))
+    # Canaries and secrets outside every grant.
+    (outside / "canary.txt").write_text(f"canary {tok}\n")
+    (outside / "secret.txt").write_text(secret + "\n")
+    (outside / "dir").mkdir()
+    (outside / "dir" / "inner.txt").write_text("inner\n")
+    (outside / "emptydir").mkdir()
+    (outside / "listing").mkdir()
+    (outside / "listing" / secret).write_text("")
+    (outside / "exec").mkdir()
+    marker = outside / "exec" / "marker"
+    marker.write_bytes(make_elf(f"{exec_token}\n".encode()))
+    marker.chmod(0o755)
+    script = outside / "exec" / "marker.sh"
+    script.write_text(f"#!/bin/sh\necho {exec_token}\n")
+    script.chmod(0o755)
+    # Copies the tool may read but not execute (work/ is read-only to it).
+    (work / "bin").mkdir()
+    shutil.copy2(marker, work / "bin" / "marker")
+    shutil.copy2(script, work / "bin" / "marker.sh")
+    for sub in ("cache/cvg/plans", "state/cvg/runs", "home"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    (state / "cache/cvg/plans/seed.json").write_text('{"seed": "plan"}\n')
+    (state / "state/cvg/runs/seed.json").write_text('{"seed": "record"}\n')
+    ports = {"GRANTED_PORT": free_port(), "BIND_PORT": free_port(), "UNGRANTED_PORT": free_port()}
+    policy = poldir / "policy.yaml"
+    if a["policy"] != "default":
+        policy.write_text(policy_text(a["policy"], ports))
+    else:
+        policy.write_text("# the embedded default policy is used\n")
+    subprocess.run(["chown", "-R", f"{uid}:{gid}", str(base)], check=True)
+    os.chmod(oracle, 0o700)
+
+    oracle_kind = a["oracle"]
+    args: dict = {
+        "work": str(work),
+        "ws": str(ws),
+        "outside": str(outside),
+        "canary": str(outside / "canary.txt"),
+        "secret_path": str(outside / "secret.txt"),
+        "marker": str(work / "bin" / "marker"),
+        "marker_sh": str(work / "bin" / "marker.sh"),
+        "policy": str(policy),
+        "state": str(state),
+        "ports": ports,
+        "tok": tok,
+    }
+    sinks: dict[str, Sink] = {}
+    sentinels: list[subprocess.Popen] = []
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(state / "home"),
+        "XDG_CACHE_HOME": str(state / "cache"),
+        "XDG_STATE_HOME": str(state / "state"),
+        "PYTHONPATH": job["pythonpath"],
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+        "CVG_ESCAPE_SECRET": secret,
+        "AWS_SECRET_ACCESS_KEY": secret,
+    }
+    if job["abi"] is not None and job["abi_sim"]:
+        env["CVG_LANDLOCK_ABI_MAX"] = str(job["abi"])
+
+    def demote():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    try:
+        if oracle_kind in ("tcp", "tcp6", "udp", "unix", "abstract", "unixdgram", "inherit-socket"):
+            kind = {"inherit-socket": "tcp"}.get(oracle_kind, oracle_kind)
+            addr = None
+            if kind == "unix":
+                addr = str(outside / "sink.sock")
+            elif kind == "unixdgram":
+                addr = str(outside / "sink.dgram")
+            elif kind == "abstract":
+                addr = f"\0cvg-escape-{tok}"
+            sinks["main"] = Sink(kind, addr)
+            if kind in ("unix", "unixdgram"):
+                os.chown(addr, uid, gid)
+            args["sink"] = sinks["main"].addr if kind != "abstract" else f"@cvg-escape-{tok}"
+        if oracle_kind == "hosts":
+            sinks["main"] = Sink("tcp", ("127.0.0.2", ports["GRANTED_PORT"]))
+            args["sink"] = sinks["main"].addr
+        if oracle_kind == "secret-port":
+            sinks["hidden"] = Sink("tcp", ("127.0.0.1", 0))
+            args["hint"] = "find a listening TCP socket you were not told about"
+        if a["extra"].get("sentinel") or oracle_kind == "sentinel":
+            netns = a["extra"].get("sentinel") == "netns"
+            info_path = oracle / "sentinel.json"
+            sentinels.append(
+                subprocess.Popen(
+                    [
+                        PY,
+                        str(SUPPORT_DIR / "sentinel.py"),
+                        str(oracle / "sentinel.log"),
+                        str(info_path),
+                        str(outside / "secret.txt"),
+                        *(["--netns"] if netns else []),
+                    ],
+                    env={"CVG_SENTINEL_SECRET": secret, "PATH": "/usr/bin"},
+                    preexec_fn=demote,
+                    start_new_session=True,
+                    stdin=subprocess.DEVNULL,
+                )
+            )
+            t_end = time.time() + 10
+            while not info_path.exists() and time.time() < t_end:
+                time.sleep(0.01)
+            args["sentinel"] = json.loads(info_path.read_text())
+        fds_to_pass = []
+        if oracle_kind == "secret" and a["extra"].get("inherit"):
+            fd = os.open(outside / "secret.txt", os.O_RDONLY)
+            dfd = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
+            fds_to_pass += [fd, dfd]
+            args["inherited"] = {"file": fd, "dir": dfd}
+        if oracle_kind == "inherit-socket":
+            c = socket.create_connection(sinks["main"].addr)
+            fds_to_pass.append(c.detach())
+            args["inherited"] = {"socket": fds_to_pass[-1]}
+        pty_master = pty_slave = None
+        if oracle_kind == "tty":
+            import termios
+            import tty
+
+            pty_master, pty_slave = os.openpty()
+            tty.setraw(pty_slave)
+            attrs = termios.tcgetattr(pty_slave)
+            attrs[3] &= ~termios.ECHO
+            termios.tcsetattr(pty_slave, termios.TCSANOW, attrs)
+            os.chown(os.ttyname(pty_slave), uid, gid)
+            args["inject"] = f"echo INJECTED-{tok}\n"
+        (work / "args.json").write_text(json.dumps(args))
+        os.chown(work / "args.json", uid, gid)
+
+        attack_cmd = [
+            PY,
+            str(work / "attacks" / f"{a['module']}.py"),
+            a["name"],
+            str(work / "args.json"),
+        ]
+        if job["abi"] is None:
+            shutil.copy(SUPPORT_DIR / "passthru.py", base / "passthru.py")
+            cmd = [PY, str(base / "passthru.py"), "--", *attack_cmd]
+        else:
+            cmd = [PY, "-c", CVG_MAIN]
+            if a["policy"] != "default":
+                cmd += ["-p", str(policy)]
+                if job["abi"] < 6:
+                    cmd.append("--allow-degraded")
+            cmd += ["--", *attack_cmd]
+
+        before = snapshot([outside, work, poldir, state])
+
+        def preexec():
+            os.setsid()
+            if pty_slave is not None:
+                import fcntl
+                import termios
+
+                fcntl.ioctl(pty_slave, termios.TIOCSCTTY, 0)
+            demote()
+
+        out_f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the job)
+        err_f = tempfile.TemporaryFile()  # noqa: SIM115
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=work,
+            env=env,
+            stdin=pty_slave if pty_slave is not None else subprocess.DEVNULL,
+            stdout=out_f,
+            stderr=err_f,
+            pass_fds=fds_to_pass,
+            preexec_fn=preexec,
+        )
+        for fd in fds_to_pass:
+            os.close(fd)
+        sentinel_pids = {s.pid for s in sentinels}
+        me = os.getpid()
+        base_ns = ns_of(me)
+        obs = {
+            "max_procs_late": 0,
+            "max_rss_kb": 0,
+            "max_rss_late_kb": 0,
+            "max_fds": 0,
+            "ns": [],
+            "kobj": set(),
+            "traced": [],
+            "stopped": [],
+            "cpu": {},
+            "bind": False,
+            "sup_state": set(),
+            "alive_late": [],
+        }
+        hold = a["hold"]
+        status = rusage = t_tool = None
+        sup_own = 0
+        lim = a["extra"].get("limits", {})
+        while True:
+            now = time.monotonic() - t0
+            if status is None:
+                pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    status, rusage = st, ru
+                    proc.returncode = os.waitstatus_to_exitcode(st)
+            else:
+                reap_all()
+            tool = [p for p in descendants(me) if p not in sentinel_pids and p != proc.pid]
+            if tool and t_tool is None:
+                t_tool = now  # limits count from the tool's start, not cvg-run's
+            since = now - t_tool if t_tool is not None else 0.0
+            # A sample of everything the oracles watch.
+            rss = 0
+            for p in tool:
+                n = ns_of(p)
+                for k, v in n.items():
+                    if base_ns.get(k) != v and (k, v) not in obs["ns"]:
+                        obs["ns"].append((k, v))
+                obs["kobj"] |= kobjs_of(p)
+                try:
+                    rss += int(status_field(p, "VmRSS").split()[0] or 0)
+                except (ValueError, IndexError):
+                    pass
+                obs["max_fds"] = max(obs["max_fds"], fd_count(p))
+                own, reaped = cpu_ticks(p)
+                old = obs["cpu"].get(p, (0, 0))
+                obs["cpu"][p] = (max(own, old[0]), max(reaped, old[1]))
+            obs["max_rss_kb"] = max(obs["max_rss_kb"], rss)
+            if since >= lim.get("late", 1.5):
+                obs["max_procs_late"] = max(obs["max_procs_late"], len(tool))
+                obs["max_rss_late_kb"] = max(obs["max_rss_late_kb"], rss)
+            if "wall" in lim and since >= lim["wall"] and tool and not obs["alive_late"]:
+                obs["alive_late"] = [
+                    (p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80]) for p in tool
+                ]
+            for s in sentinels:
+                tp = status_field(s.pid, "TracerPid")
+                if tp not in ("", "0"):
+                    obs["traced"].append(tp)
+                if status_field(s.pid, "State")[:1] in ("T", "t"):
+                    obs["stopped"].append(s.pid)
+            if status is None:
+                sup_own = cpu_ticks(proc.pid)[0] or sup_own
+                st = status_field(proc.pid, "State")[:1]
+                if st in ("T", "t"):
+                    obs["sup_state"].add("stopped")
+                if status_field(proc.pid, "TracerPid") not in ("", "0"):
+                    obs["sup_state"].add("traced")
+            if oracle_kind == "bind" and not obs["bind"]:
+                try:
+                    c = socket.create_connection(
+                        ("127.0.0.1", ports["UNGRANTED_PORT"]), timeout=0.1
+                    )
+                    c.close()
+                    obs["bind"] = True
+                except OSError:
+                    pass
+            if status is not None and (t_tool is None or since >= hold):
+                break
+            deadline = a["extra"].get("deadline")
+            if deadline and since > deadline and status is None:
+                kill_pids([proc.pid, *tool])  # the attack has been judged; end it
+            if now > max(HARD_TIMEOUT, hold + 5):
+                kill_pids([proc.pid, *tool])
+                obs["timeout"] = True
+            time.sleep(SAMPLE)
+        # The process table after the run: anything of the tool's still alive?
+        time.sleep(0.05)
+        reap_all()
+        leftovers = [
+            (p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80])
+            for p in descendants(me)
+            if p not in sentinel_pids
+        ]
+        kill_pids(p for p, _ in leftovers)
+        time.sleep(0.02)
+        reap_all()
+        if sinks:
+            time.sleep(0.05)  # let the sink threads take the last bytes
+        out_f.seek(0)
+        err_f.seek(0)
+        stdout = out_f.read().decode(errors="replace")
+        stderr = err_f.read().decode(errors="replace")
+        after = snapshot([outside, work, poldir, state])
+        # CPU of the tool's own processes, sampled from /proc (not cvg-run's own).
+        # (the processes' own time, or one process's own plus its reaped children's).
+        per = obs["cpu"].values()
+        ticks = max(sum(o for o, _ in per), max((o + r for o, r in per), default=0))
+        cpu = ticks / os.sysconf("SC_CLK_TCK")
+        if rusage is not None:
+            # Or: everything the supervisor (cvg-run, or the baseline's passthru) and
+            # the processes it reaped used, minus its own last-sampled time.
+            total = rusage.ru_utime + rusage.ru_stime
+            cpu = max(cpu, total - sup_own / os.sysconf("SC_CLK_TCK"))
+
+        # ---- the verdict, by the attack's oracle
+        fired, evidence = False, ""
+        new_ok = (
+            str(state / "cache/cvg/plans/"),
+            str(state / "state/cvg/runs/"),
+            str(outside / "sink."),
+        )
+        if oracle_kind == "canary":
+            changes = diff_snapshots(before, after, new_ok)
+            fired, evidence = bool(changes), "; ".join(changes)[:300] or "canaries unchanged"
+        elif oracle_kind == "secret":
+            fired = secret in stdout or secret in stderr
+            evidence = "secret token in the output" if fired else "secret token not in the output"
+        elif oracle_kind == "exec":
+            fired = exec_token in stdout
+            evidence = (
+                "ungranted program's token in the output"
+                if fired
+                else "no exec token in the output"
+            )
+        elif oracle_kind == "secret-port":
+            port = sinks["hidden"].addr[1]
+            fired = f"port={port}" in stdout
+            evidence = (
+                f"hidden listener port {port} {'found' if fired else 'not found'} in the output"
+            )
+        elif oracle_kind in (
+            "tcp",
+            "tcp6",
+            "udp",
+            "unix",
+            "abstract",
+            "unixdgram",
+            "inherit-socket",
+            "hosts",
+        ):
+            got = sinks["main"].received
+            fired = bool(got)
+            evidence = f"sink received {len(got)} bytes" if fired else "sink received nothing"
+        elif oracle_kind == "bind":
+            fired = obs["bind"]
+            verb = "accepted" if fired else "refused"
+            evidence = f"ungranted port {ports['UNGRANTED_PORT']} {verb} an outside connection"
+        elif oracle_kind == "sentinel":
+            log = read(str(oracle / "sentinel.log")).strip()
+            dead = [s.pid for s in sentinels if s.poll() is not None]
+            parts = []
+            if log:
+                parts.append("sentinel log: " + log.replace("\n", ", ")[:120])
+            if dead:
+                parts.append("sentinel died")
+            if obs["traced"]:
+                parts.append(f"sentinel traced by {obs['traced'][0]}")
+            if obs["stopped"]:
+                parts.append("sentinel stopped")
+            fired = bool(parts)
+            evidence = "; ".join(parts) or "sentinel untouched"
+        elif oracle_kind == "supervisor":
+            parts = sorted(obs["sup_state"])
+            if status is not None and os.WIFSIGNALED(status):
+                parts.append(f"supervisor killed by signal {os.WTERMSIG(status)}")
+            fired = bool(parts)
+            evidence = "; ".join(parts) or f"supervisor exited normally ({proc.returncode})"
+        elif oracle_kind == "leftover":
+            fired = bool(leftovers)
+            evidence = (
+                f"{len(leftovers)} process(es) alive after the run: {leftovers[0][1]}"
+                if fired
+                else "no process left after the run"
+            )
+        elif oracle_kind == "procs":
+            n = obs["max_procs_late"]
+            fired = n > lim["processes"]
+            evidence = (
+                f"{n} tool processes alive {lim.get('late', 1.5)} s in (limit {lim['processes']})"
+            )
+        elif oracle_kind == "rss":
+            # Like the process count, the tree's memory total is enforced by a sampling
+            # supervisor (README: "Tree-wide limits are sampled"): what counts is memory
+            # still held once it has had time to act, as for max_procs_late.
+            mb = obs["max_rss_late_kb"] / 1024
+            fired = mb > lim["memory_mb"]
+            evidence = (
+                f"resident memory of the tool's processes {lim.get('late', 1.5)} s in: "
+                f"{mb:.0f} MiB (limit {lim['memory_mb']}; peak {obs['max_rss_kb'] / 1024:.0f})"
+            )
+        elif oracle_kind == "cpu":
+            fired = cpu > lim["cpu_seconds"] + 0.5
+            evidence = f"{cpu:.1f} s CPU used (limit {lim['cpu_seconds']})"
+            if os.environ.get("CVG_ESCAPE_DEBUG"):
+                evidence += f" rusage={rusage} sup_own={sup_own} per={obs['cpu']}"
+        elif oracle_kind == "fds":
+            fired = obs["max_fds"] > lim["open_files"]
+            evidence = (
+                f"{obs['max_fds']} descriptors open in one process (limit {lim['open_files']})"
+            )
+        elif oracle_kind == "fsize":
+            sizes = [p.stat().st_size for p in ws.rglob("*") if p.is_file()]
+            big = max(sizes, default=0) / 2**20
+            fired = big > lim["file_size_mb"]
+            evidence = f"largest file written {big:.1f} MiB (limit {lim['file_size_mb']})"
+        elif oracle_kind == "wall":
+            fired = bool(obs["alive_late"])
+            evidence = (
+                f"still running {lim['wall']} s in: {obs['alive_late'][0][1]}"
+                if fired
+                else f"nothing of the tool alive {lim['wall']} s in"
+            )
+        elif oracle_kind == "ns":
+            fired = bool(obs["ns"])
+            evidence = (
+                f"tool process in {obs['ns'][0][0]} {obs['ns'][0][1]}"
+                if fired
+                else "no namespace or root change seen"
+            )
+        elif oracle_kind == "kobj":
+            fired = bool(obs["kobj"])
+            evidence = (
+                f"tool held {sorted(obs['kobj'])[0]}"
+                if fired
+                else "no bpf/perf/userfaultfd/io_uring object seen"
+            )
+        elif oracle_kind == "mount":
+            mounts = [
+                line for line in read("/proc/self/mountinfo").splitlines() if str(base) in line
+            ]
+            fired = bool(mounts)
+            evidence = f"{len(mounts)} mount(s) under the attack directory"
+            for m in mounts:
+                subprocess.run(["umount", "-l", m.split()[4]], check=False)
+        elif oracle_kind == "keys":
+            keys = subprocess.run(
+                [PY, "-c", "print(open('/proc/keys').read())"],
+                capture_output=True,
+                text=True,
+                preexec_fn=demote,
+            ).stdout
+            mine = [k for k in keys.splitlines() if f"cvg-escape-{tok}" in k]
+            fired = bool(mine)
+            evidence = f"{len(mine)} key(s) named cvg-escape-{tok} in the user's keyrings"
+            for k in mine:
+                kid = int(k.split()[0], 16)
+                subprocess.run(
+                    [PY, "-c", f"import ctypes; ctypes.CDLL(None).syscall(250, 21, {kid})"],
+                    preexec_fn=demote,
+                    check=False,
+                )  # keyctl(KEYCTL_INVALIDATE, id): the key would outlive the run
+        elif oracle_kind == "tty":
+            os.set_blocking(pty_slave, False)
+            try:
+                got = os.read(pty_slave, 4096)
+            except OSError:
+                got = b""
+            fired = f"INJECTED-{tok}".encode() in got
+            evidence = (
+                "bytes injected into the terminal's input" if fired else "terminal input untouched"
+            )
+        else:
+            evidence = f"unknown oracle {oracle_kind}"
+        return {
+            "fired": fired,
+            "evidence": evidence,
+            "status": proc.returncode,
+            "stderr": stderr[-400:],
+            "seconds": round(time.monotonic() - t0, 2),
+            "timeout": obs.get("timeout", False),
+        }
+    finally:
+        for s in sentinels:
+            s.kill()
+            s.wait()
+        for s in sinks.values():
+            s.close()
+        reap_all()
+        if "pty_master" in locals() and pty_master is not None:
+            os.close(pty_master)
+            os.close(pty_slave)
+        for line in read("/proc/self/mountinfo").splitlines():
+            if str(base) in line:
+                subprocess.run(["umount", "-l", line.split()[4]], check=False)
+        subprocess.run(["chattr", "-R", "-i", str(base)], capture_output=True, check=False)
+        subprocess.run(["chmod", "-R", "u+rwX", str(base)], capture_output=True, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def outcome(baseline: dict, cell: dict, attack: dict, abi: int) -> tuple[str, str]:
+    if not baseline["fired"]:
+        why = baseline["evidence"]
+        err = baseline.get("stderr", "").strip().splitlines()
+        if err:
+            why += f" ({err[-1][:120]})"
+        return "not-proven", f"not proven unconfined on this host: {why}"
+    if cell.get("error"):
+        return "escaped", f"runner error in the sandboxed run: {cell['evidence']}"
+    if not cell["fired"]:
+        return "contained", cell["evidence"]
+    limit = attack.get("limit")
+    if limit and LIMITS[limit][1](abi, attack["policy"]):
+        return "documented-limit", f"{cell['evidence']} [limit: {LIMITS[limit][0]}; {LIMIT_DOC}]"
+    return "escaped", cell["evidence"]
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
+    return (round(max(0.0, c - h), 4), round(min(1.0, c + h), 4))
+
+
+# --------------------------------------------------------------------------- main
+
+
+def native_abi() -> int:
+    r = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)
+    return max(int(r), 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--matrix", action="store_true", help="also ABI 4 and 6 (simulated)")
+    p.add_argument("--only", metavar="PATTERN", help="attack names matching this glob")
+    p.add_argument("--identity", choices=("root", "unpriv"), action="append")
+    p.add_argument(
+        "--abi", type=int, action="append", help="ABI(s) to run (simulated below native)"
+    )
+    p.add_argument(
+        "--report-only", action="store_true", help="regenerate the reports from results.json"
+    )
+    p.add_argument("--jobs", type=int, default=min(8, 2 * (os.cpu_count() or 2) + 2))
+    p.add_argument("--out", default=str(RESULTS_DIR), help="where results.json and README.md go")
+    p.add_argument("--no-write", action="store_true", help="do not write the results")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace only the attacks run now in the existing results.json",
+    )
+    opts = p.parse_args(argv)
+
+    sys.path.insert(0, str(HERE))
+    import report
+
+    out_dir = Path(opts.out)
+    if opts.report_only:
+        data = json.loads((out_dir / "results.json").read_text())
+        report.write_all(data, out_dir)
+        return 0
+    if os.geteuid() != 0:
+        print(
+            "run.py must run as root (it runs attacks as root and as an unprivileged user)",
+            file=sys.stderr,
+        )
+        return 2
+    attacks = load_attacks()
+    if opts.only:
+        attacks = {
+            n: a for n, a in attacks.items() if fnmatch.fnmatch(n, opts.only) or opts.only in n
+        }
+    native = native_abi()
+    abis = opts.abi or ([native, *ABI_MATRIX] if opts.matrix else [native])
+    abis = sorted({min(x, native) for x in abis}, reverse=True)
+    identities = opts.identity or ["root", "unpriv"]
+    unpriv = ensure_unpriv_user()
+    ids = {"root": (0, 0), "unpriv": (unpriv.pw_uid, unpriv.pw_gid)}
+    # Under /tmp whatever TMPDIR says (nox sets a deep one): UNIX socket paths must
+    # stay under 108 bytes, and the unprivileged user must be able to reach it.
+    tmp = tempfile.mkdtemp(prefix="cvg-escape-", dir="/tmp")
+    os.chmod(tmp, 0o755)
+    pythonpath = stage_python(Path(tmp))
+    t_start = time.monotonic()
+    jobs = []
+    for ident in identities:
+        for name, a in attacks.items():
+            meta = {
+                "name": name,
+                "module": a.module,
+                "cls": a.cls,
+                "oracle": a.oracle,
+                "policy": a.policy,
+                "limit": a.limit,
+                "hold": a.hold,
+                "extra": a.extra,
+            }
+            for abi in [None, *abis]:
+                uid, gid = ids[ident]
+                jobs.append(
+                    {
+                        "attack": meta,
+                        "identity": ident,
+                        "abi": abi,
+                        "abi_sim": abi != native if abi is not None else False,
+                        "uid": uid,
+                        "gid": gid,
+                        "tmp": tmp,
+                        "pythonpath": pythonpath,
+                    }
+                )
+    # Long-holding attacks first, so the pool drains evenly.
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i]["attack"]["hold"])
+    ctx = multiprocessing.get_context("fork")
+    results: dict[int, dict] = {}
+    with ctx.Pool(opts.jobs, initializer=_worker_init, maxtasksperchild=20) as pool:
+        for i, res in zip(order, pool.imap(run_job, [jobs[i] for i in order]), strict=True):
+            results[i] = res
+    shutil.rmtree(tmp, ignore_errors=True)
+    elapsed = time.monotonic() - t_start
+
+    per_attack: dict[str, dict] = {}
+    for i, job in enumerate(jobs):
+        a = job["attack"]
+        entry = per_attack.setdefault(
+            a["name"],
+            {
+                "class": a["cls"],
+                "oracle": a["oracle"],
+                "policy": a["policy"],
+                "limit": a["limit"],
+                "doc": attacks[a["name"]].doc,
+                "module": a["module"],
+                "baseline": {},
+                "cells": {},
+            },
+        )
+        if job["abi"] is None:
+            entry["baseline"][job["identity"]] = results[i]
+    failed = []
+    for i, job in enumerate(jobs):
+        if job["abi"] is None:
+            continue
+        a = job["attack"]
+        entry = per_attack[a["name"]]
+        base = entry["baseline"][job["identity"]]
+        res = results[i]
+        verdict, why = outcome(base, res, a, job["abi"])
+        cell = f"{job['identity']}/abi{job['abi']}{'-sim' if job['abi_sim'] else ''}"
+        entry["cells"][cell] = {"outcome": verdict, "evidence": why, "status": res.get("status")}
+        line = f"{verdict:17} {cell:16} {a['name']:45} {why[:110]}"
+        print(line, flush=True)
+        if verdict == "escaped":
+            failed.append((a["name"], cell, why, res.get("stderr", "")[-200:]))
+    if opts.merge:
+        old = json.loads((out_dir / "results.json").read_text())
+        per_attack = {**old["attacks"], **per_attack}
+        elapsed = old["elapsed_seconds"]
+    data = report.build(per_attack, native=native, elapsed=elapsed, jobs=opts.jobs)
+    if not opts.no_write:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "results.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        report.write_all(data, out_dir)
+    print(report.summary_text(data))
+    print(f"{len(attacks)} attacks, {len(jobs)} runs in {elapsed:.0f} s")
+    errors = [
+        (jobs[i]["attack"]["name"], r["evidence"]) for i, r in results.items() if r.get("error")
+    ]
+    for name, why in errors:
+        print(f"RUNNER ERROR {name}: {why}", file=sys.stderr)
+    if failed:
+        print(f"\n{len(failed)} ESCAPE(S) outside documented limits:")
+        for name, cell, why, _err in failed:
+            print(f"  {cell} {name}: {why}")
+        return 1
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
