@@ -134,7 +134,9 @@ def results_readme(data: dict) -> str:
         "not-proven with the reason. Cells are `IDENTITY/abiN`; `-sim` marks an ABI "
         "simulated with `CVG_LANDLOCK_ABI_MAX` on this newer kernel (a simulation: the kernel "
         "underneath is still the real one). `documented-limit` means the oracle fired only "
-        'through a limit DESIGN.md documents (section "What is enforced, and what is not").',
+        'through a documented limit: DESIGN.md ("What is enforced, and what is not") or the '
+        'README ("What cvg does not enforce"), which also lists abstract unix sockets below '
+        "ABI 6 with `unix: true` and extended attributes.",
         "",
         "## Per cell",
         "",
@@ -235,11 +237,12 @@ def top_section(data: dict) -> str:
             f"({', '.join(f'`{n}`' for n in names)}): see the per-attack evidence."
         )
     else:
-        lines.append("No attack escaped outside the limits DESIGN.md documents.")
+        lines.append("No attack escaped outside documented limits.")
     if limits:
         lines.append(
             "Documented limits reached: " + ", ".join(f"`{n}`" for n in limits) + " (see "
-            'DESIGN.md, "What is enforced, and what is not").'
+            'DESIGN.md, "What is enforced, and what is not", and the README, '
+            '"What cvg does not enforce").'
         )
     lines.append(
         "Run it: `uv run nox -s escape` (native ABI, as root) or "
