@@ -148,8 +148,14 @@ def test_syscall_names_are_checked_for_the_given_arch() -> None:
     assert w.severity == "warning" and "no syscall table for riscv64" in w.message
 
 
-def test_every_deny_list_call_has_a_reason() -> None:
-    assert set(DENY_REASONS) == set(DEFAULT_DENY)
+def test_every_deny_list_call_has_its_own_reason_once() -> None:
+    """The deny list and its reasons share one source (cvg_kernel.seccomp.DENY_GROUPS):
+    no call may sit in two groups, and no reason may be empty."""
+    from cvg_kernel.seccomp import DENY_GROUPS
+
+    names = [n for group, _ in DENY_GROUPS for n in group]
+    assert len(names) == len(set(names)) == len(DEFAULT_DENY)
+    assert all(reason.strip() for _, reason in DENY_GROUPS)
 
 
 @pytest.mark.parametrize("name", ["ptrace", "bpf", "mount", "open_by_handle_at", "keyctl"])

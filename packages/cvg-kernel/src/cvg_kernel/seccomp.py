@@ -83,87 +83,112 @@ _SOCK_TYPE_MASK = 0xF  # the rest of socket()'s type argument is SOCK_CLOEXEC/NO
 # the wrong kernel, and is an error.
 ARCH_SPECIFIC = frozenset({"iopl", "ioperm", "modify_ldt", "uselib"})
 
-DEFAULT_DENY: tuple[str, ...] = (
-    # Reading or writing another process's memory, or comparing its kernel objects.
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "process_madvise",
-    "pidfd_getfd",
-    "kcmp",
-    # Mounts change what paths mean; Landlock rules are path-based.
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "open_tree",
-    "move_mount",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "statmount",
-    "listmount",
-    "open_tree_attr",
-    # Namespaces: a user namespace hands out capabilities over new namespaces and opens
-    # kernel attack surface (clone's CLONE_NEW* flags and clone3 are handled separately).
-    "unshare",
-    "setns",
-    # io_uring operations are not syscalls, so nothing here would see them.
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    # Large kernel attack surface or a view of other processes; userfaultfd stalls the
-    # kernel mid-copy, which turns races into reliable exploits.
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    # Keyrings are shared by every process of the user.
-    "add_key",
-    "request_key",
-    "keyctl",
-    # Replacing or extending the running kernel.
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    # READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE switch off the process's own hardening.
-    "personality",
-    # File handles open by inode number, skipping path checks ("shocker").
-    "name_to_handle_at",
-    "open_by_handle_at",
-    # Executing a descriptor runs code no path rule saw (memfd exec); memfd_create itself
-    # is argument-filtered (memfd_noexec) rather than denied.
-    "execveat",
-    # Whole-system administration.
-    "acct",
-    "swapon",
-    "swapoff",
-    "reboot",
-    "syslog",
-    "quotactl",
-    "fanotify_init",
-    "lookup_dcookie",
-    "vhangup",
-    # x86 I/O ports, the LDT and a.out libraries (absent on aarch64).
-    "iopl",
-    "ioperm",
-    "modify_ldt",
-    "uselib",
-    # The clock and the host's names belong to the whole machine.
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "sethostname",
-    "setdomainname",
-    # NUMA placement can move other processes' pages.
-    "mbind",
-    "migrate_pages",
-    "move_pages",
+# The default deny list, grouped, with what each group would open if allowed: the one
+# source for the filter and for cvg-validate's warnings about syscalls.allow.
+DENY_GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (
+            "ptrace",
+            "process_vm_readv",
+            "process_vm_writev",
+            "process_madvise",
+            "pidfd_getfd",
+            "kcmp",
+        ),
+        "reads or writes the memory of other processes of the same user (the caller's "
+        "shell, an ssh-agent)",
+    ),
+    (
+        (
+            "mount",
+            "umount2",
+            "pivot_root",
+            "chroot",
+            "open_tree",
+            "move_mount",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "mount_setattr",
+            "statmount",
+            "listmount",
+            "open_tree_attr",
+        ),
+        "changes what paths mean, under the path-based Landlock rules",
+    ),
+    (
+        ("unshare", "setns"),
+        "enters or creates namespaces: user namespaces hand out capabilities and kernel "
+        "attack surface",
+    ),
+    (
+        ("io_uring_setup", "io_uring_enter", "io_uring_register"),
+        "io_uring: operations no seccomp filter sees, and a history of kernel exploits",
+    ),
+    (
+        ("bpf", "perf_event_open", "userfaultfd"),
+        "a large kernel attack surface (userfaultfd turns kernel races into reliable exploits)",
+    ),
+    (
+        ("add_key", "request_key", "keyctl"),
+        "the kernel keyrings, shared by every process of the user (stored credentials)",
+    ),
+    (
+        ("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module"),
+        "replaces or extends the running kernel",
+    ),
+    (
+        ("personality",),
+        "switches off the process's own hardening (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)",
+    ),
+    (
+        ("name_to_handle_at", "open_by_handle_at"),
+        "opens files by inode number, skipping every path check (the 'shocker' escape)",
+    ),
+    (
+        ("execveat",),
+        "executes a descriptor (memfd exec): code that no execute rule saw",
+    ),
+    (
+        (
+            "acct",
+            "swapon",
+            "swapoff",
+            "reboot",
+            "syslog",
+            "quotactl",
+            "fanotify_init",
+            "lookup_dcookie",
+            "vhangup",
+        ),
+        "whole-system administration",
+    ),
+    (
+        ("iopl", "ioperm", "modify_ldt", "uselib"),
+        "x86 I/O ports, the LDT and a.out libraries: hardware and legacy attack surface",
+    ),
+    (
+        (
+            "settimeofday",
+            "clock_settime",
+            "clock_adjtime",
+            "adjtimex",
+            "sethostname",
+            "setdomainname",
+        ),
+        "changes the clock or the host's names, which belong to the whole machine",
+    ),
+    (
+        ("mbind", "migrate_pages", "move_pages"),
+        "NUMA placement, which can move other processes' pages",
+    ),
 )
+
+DEFAULT_DENY: tuple[str, ...] = tuple(name for names, _ in DENY_GROUPS for name in names)
+
+DENY_REASONS: Mapping[str, str] = {name: reason for names, reason in DENY_GROUPS for name in names}
+"""What allowing each call of the default deny list opens, in a few words."""
 
 # Tuples inside, so a caller cannot edit the default by accident; json.dumps still
 # writes them as lists when a compiler copies the default into a plan.
