@@ -102,6 +102,9 @@ def build(session: nox.Session) -> None:
             "pip",
             "install",
             "-q",
+            # uv would otherwise reuse a cached wheel of the same name and version
+            # built from older sources, and test that instead of this build.
+            "--no-cache",
             "-p",
             py,
             "--find-links",
