@@ -127,7 +127,7 @@ if mode == "observation":
                               home="/home/u", scratch=[], strace_version="6.1")
     events = r.events
 else:
-    from cvg_observe.events import events_from_lines
+    from cvg_run.strace.events import events_from_lines
     with open(trace, encoding="utf-8", errors="surrogateescape") as f:
         it, tracker = events_from_lines(f, "/home/u/project")
         events = sum(1 for _ in it)
@@ -151,7 +151,7 @@ def measure(mode: str, trace: Path, out: Path) -> dict[str, Any]:
 def baseline_rss_kb() -> int:
     """Peak RSS of a subprocess that only imports cvg_observe (the fixed cost)."""
     code = (
-        "import resource, cvg_observe.observe, cvg_observe.events;"
+        "import resource, cvg_observe.observe, cvg_run.strace.events;"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

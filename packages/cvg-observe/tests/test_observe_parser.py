@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURE_CWD, FIXTURES
 
-from cvg_observe.parse import Fd, Record, TraceParser, parse_fd, split_args, string_arg, unescape
+from cvg_run.strace.parse import Fd, Record, TraceParser, parse_fd, split_args, string_arg, unescape
 
 
 def feed_all(lines: list[str]) -> tuple[list[Record], TraceParser]:

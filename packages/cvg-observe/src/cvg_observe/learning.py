@@ -26,9 +26,8 @@ from typing import Any, Final
 from cvg_policy.compile import WRITE_RIGHTS, compile_report
 from cvg_policy.expand import inside
 from cvg_policy.variables import context
+from cvg_run.strace.events import RawEvent
 from cvg_schema import Policy
-
-from .events import RawEvent
 
 __all__ = [
     "HOME_SECRETS",

@@ -42,11 +42,13 @@ from typing import IO, Any, BinaryIO, Final
 import orjson
 from pydantic import ValidationError
 
+from cvg_run.strace import tool as _tool
+from cvg_run.strace.events import OTHER_SYSCALLS, RawEvent, Tracker
+from cvg_run.strace.parse import TraceParser
+from cvg_run.strace.tool import strace_version
 from cvg_schema import Event, Executable, Observation
 
 from .elf import executable_chain
-from .events import OTHER_SYSCALLS, RawEvent, Tracker
-from .parse import TraceParser
 
 __all__ = [
     "EXIT_NOT_OBSERVED",
@@ -80,31 +82,10 @@ class Result:
 
 def find_strace(name: str | None = None) -> str:
     """The strace to use: ``name``, $CVG_STRACE, or ``strace`` on PATH."""
-    name = name or os.environ.get("CVG_STRACE") or "strace"
-    found = shutil.which(name)
-    if found is None:
-        raise ObserveError(
-            f"strace not found ({name!r}): install it (e.g. apt-get install strace) "
-            "or set CVG_STRACE to its path"
-        )
-    return found
-
-
-def strace_version(strace: str) -> str | None:
-    """``"6.1"`` from ``strace -V``; None when it cannot be told."""
     try:
-        out = subprocess.run(
-            [strace, "-V"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    first = out.splitlines()[0] if out else ""
-    words = first.split()
-    if "version" in words:
-        i = words.index("version")
-        if i + 1 < len(words):
-            return words[i + 1][:100]
-    return None
+        return _tool.find_strace(name)
+    except _tool.StraceNotFound as e:
+        raise ObserveError(str(e)) from None
 
 
 def strace_command(

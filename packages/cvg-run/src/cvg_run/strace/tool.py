@@ -1,0 +1,42 @@
+"""Finding strace, and which version it is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+__all__ = ["StraceNotFound", "find_strace", "strace_version"]
+
+
+class StraceNotFound(RuntimeError):
+    """No strace to run: one line saying how to get one."""
+
+
+def find_strace(name: str | None = None) -> str:
+    """The strace to use: ``name``, $CVG_STRACE, or ``strace`` on PATH."""
+    name = name or os.environ.get("CVG_STRACE") or "strace"
+    found = shutil.which(name)
+    if found is None:
+        raise StraceNotFound(
+            f"strace not found ({name!r}): install it (e.g. apt-get install strace) "
+            "or set CVG_STRACE to its path"
+        )
+    return found
+
+
+def strace_version(strace: str) -> str | None:
+    """``"6.1"`` from ``strace -V``; None when it cannot be told."""
+    try:
+        out = subprocess.run(
+            [strace, "-V"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = out.splitlines()[0] if out else ""
+    words = first.split()
+    if "version" in words:
+        i = words.index("version")
+        if i + 1 < len(words):
+            return words[i + 1][:100]
+    return None
