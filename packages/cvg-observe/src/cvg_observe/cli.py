@@ -11,8 +11,9 @@ from typing import BinaryIO
 
 import click
 
+from cvg_policy.secrets import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
+
 from ._version import __version__
-from .learning import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
 from .observe import EXIT_NOT_OBSERVED, NotStarted, ObserveError, observe
 
 EXIT_USAGE = 2

@@ -16,15 +16,14 @@ the filter does not allow.
 
 from __future__ import annotations
 
-import glob
 import os
-import pwd
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cvg_policy.compile import WRITE_RIGHTS, compile_report
 from cvg_policy.expand import inside
+from cvg_policy.secrets import HOME_SECRETS, SYSTEM_SECRETS, passwd_home, secret_paths
 from cvg_policy.variables import context
 from cvg_run.strace.events import RawEvent
 from cvg_schema import Policy
@@ -38,47 +37,6 @@ __all__ = [
     "secret_paths",
 ]
 
-HOME_SECRETS: Final = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".config/gh",
-    ".docker/config.json",
-    ".kube",
-    ".azure",
-    ".config/gcloud",
-    ".git-credentials",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gem/credentials",
-    ".vault-token",
-    ".password-store",
-    ".local/share/keyrings",
-    ".config/hub",
-    ".terraform.d/credentials.tfrc.json",
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
-)
-"""Secrets beneath $HOME (and beneath the user's passwd home when that differs)."""
-
-SYSTEM_SECRETS: Final = (
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/ssl/private",
-    "/etc/ssh/ssh_host_*_key",
-)
-"""Secrets of the system (globs allowed)."""
-
-CWD_SECRETS: Final = (".env", ".env.*")
-"""Secrets in the working directory (globs)."""
-
 # Resource limits in the policy (replaced in the plan: see learning_plan).
 _RESOURCES: Final = {
     "wall_clock_seconds": 7 * 24 * 3600,
@@ -88,44 +46,6 @@ _RESOURCES: Final = {
     "open_files": 65536,
     "processes": 4096,
 }
-
-
-def _passwd_home(euid: int | None = None) -> str | None:
-    try:
-        return pwd.getpwuid(os.geteuid() if euid is None else euid).pw_dir or None
-    except KeyError:
-        return None
-
-
-def secret_paths(cwd: str, home: str | None, *, euid: int | None = None) -> list[str]:
-    """The secrets that exist here, as paths (not yet resolved).
-
-    ``/root`` is denied whole when it is someone else's home (neither ``home`` nor the
-    caller's passwd home); as root it is the caller's own, and only its secrets are.
-    """
-    euid = os.geteuid() if euid is None else euid
-    homes: list[str] = []
-    for h in (home, _passwd_home(euid)):
-        if h and h != "/" and os.path.isabs(h) and h not in homes:
-            homes.append(os.path.normpath(h))
-    found: list[str] = []
-
-    def add(path: str) -> None:
-        if os.path.lexists(path) and path not in found:
-            found.append(path)
-
-    for h in homes:
-        for name in HOME_SECRETS:
-            add(os.path.join(h, name))
-    for pattern in SYSTEM_SECRETS:
-        for path in sorted(glob.glob(pattern)) if "*" in pattern else [pattern]:
-            add(path)
-    for pattern in CWD_SECRETS:
-        for path in sorted(glob.glob(os.path.join(glob.escape(cwd), pattern))):
-            add(path)
-    if euid != 0 and not any(inside(h, "/root") for h in homes):
-        add("/root")
-    return found
 
 
 @dataclass
@@ -171,7 +91,7 @@ def learning_plan(
             "resources": _RESOURCES,
         }
     )
-    variables = context(cwd=cwd, home=home or _passwd_home() or "/")
+    variables = context(cwd=cwd, home=home or passwd_home() or "/")
     compiled = compile_report(policy, variables=variables)
     plan = compiled.plan.model_dump(mode="json", by_alias=True)
     landlock = plan["landlock"]
