@@ -6,10 +6,19 @@ and the resource limits to the finite values written below.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from .base import (
     CvgModel,
@@ -25,6 +34,8 @@ from .base import (
 __all__ = [
     "POLICY_VARIABLES",
     "Filesystem",
+    "HostPattern",
+    "HostRule",
     "Ipc",
     "Network",
     "Policy",
@@ -34,6 +45,7 @@ __all__ = [
     "Reason",
     "Resources",
     "Syscalls",
+    "host_kind",
 ]
 
 POLICY_VARIABLES: Final = frozenset({"CWD", "SCRATCH", "HOME", "POLICY_DIR"})
@@ -107,6 +119,77 @@ class Filesystem(CvgModel):
     )
 
 
+_LABEL_RE: Final = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
+
+
+def host_kind(value: str) -> Literal["ip", "name", "wildcard"]:
+    """What a valid host pattern is: an IP literal, a host name, or a ``*.suffix``."""
+    if value.startswith("*."):
+        return "wildcard"
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return "name"
+    return "ip"
+
+
+def _check_host(value: str) -> str:
+    if not value.isascii():
+        fail(f"{value!r}: write an internationalized name in its xn-- (punycode) form")
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if value.startswith("[") and value.endswith("]"):
+        fail(f"{value!r}: write an IPv6 address without brackets")
+    if value.endswith("."):
+        fail(f"{value!r}: write the name without the trailing dot")
+    name = value[2:] if value.startswith("*.") else value
+    labels = name.lower().split(".")
+    if "*" in name:
+        fail(f"{value!r}: a wildcard is only allowed as the whole first label, as in *.pypi.org")
+    for label in labels:
+        if not _LABEL_RE.fullmatch(label):
+            fail(
+                f"{value!r}: {label!r} is not a host name label (letters, digits, '-' and "
+                "'_', 1 to 63 of them, not starting or ending with '-')"
+            )
+    if labels[-1].isdigit():
+        # 10.0.0.300 or 127.1 are not names; getaddrinfo would read some of them as
+        # addresses, which only an IP literal rule may grant.
+        fail(f"{value!r} is neither an IP address nor a host name (the last label is a number)")
+    if value.startswith("*.") and len(labels) < 2:
+        fail(f"{value!r}: a wildcard must keep at least two labels, as in *.pypi.org, not *.org")
+    return value
+
+
+HostPattern = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        description=(
+            "A host name (`api.github.com`, matched without regard to case), a wildcard "
+            "`*.pypi.org` (any name ending in `.pypi.org`, at any depth, but not "
+            "`pypi.org` itself), or an IP literal (`10.0.0.5`, `::1`), which is the only "
+            "way a client may ask for an address instead of a name."
+        ),
+        examples=["api.github.com", "*.pypi.org", "10.0.0.5"],
+    ),
+    AfterValidator(_check_host),
+]
+
+
+class HostRule(CvgModel):
+    """One host (or `*.suffix`, or IP literal) and the TCP ports the tool may reach on it."""
+
+    host: HostPattern
+    ports: list[Port] = Field(
+        min_length=1, description="TCP ports on that host, reached through cvg-run's proxy."
+    )
+
+
 class Network(CvgModel):
     """Network access. Landlock filters TCP ports, not hosts."""
 
@@ -122,6 +205,25 @@ class Network(CvgModel):
             "reaches nothing outside the sandbox."
         ),
     )
+    hosts: list[HostRule] = Field(
+        default_factory=list,
+        description=(
+            "Host and port pairs the tool may reach through a proxy cvg-run starts for the "
+            "run (HTTP CONNECT and SOCKS5 on a loopback port, named in HTTPS_PROXY, "
+            "HTTP_PROXY and ALL_PROXY). Landlock then allows TCP connect only to the "
+            "proxy's port, so a tool that ignores the proxy reaches no other port; any "
+            "host is still reachable on the proxy's own port number. See docs/hosts.md."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_hosts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A policy without hosts dumps (and so digests) exactly as it did before the
+        # field existed: plan caches and recorded policy digests stay valid.
+        data = handler(self)
+        if not self.hosts and isinstance(data, dict):
+            data.pop("hosts", None)
+        return data
 
 
 class Ipc(CvgModel):

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .base import (
     CvgModel,
@@ -19,7 +25,16 @@ from .base import (
 from .observation import EventOp
 from .plan import Degradation, FsRight, NetRight, Plan, RlimitName, Scope
 
-__all__ = ["Denial", "ExitInfo", "ExitMeaning", "Mechanism", "RunRecord", "Scratch", "Timings"]
+__all__ = [
+    "Connection",
+    "Denial",
+    "ExitInfo",
+    "ExitMeaning",
+    "Mechanism",
+    "RunRecord",
+    "Scratch",
+    "Timings",
+]
 
 ExitMeaning = Literal[
     "exited", "signaled", "wall_clock", "not_started", "not_executable", "not_found", "limit"
@@ -159,6 +174,44 @@ class Denial(CvgModel):
         return self
 
 
+class Connection(CvgModel):
+    """One connection the tool asked the `network.hosts` proxy for, allowed or refused."""
+
+    time: float = Field(ge=0, description="When the request was judged, seconds since the epoch.")
+    protocol: Literal["http-connect", "http", "socks5", "unknown"] = Field(
+        description=(
+            "How it was asked: HTTP CONNECT, a plain HTTP request with an absolute URL, "
+            "SOCKS5, or unknown when the request could not be read."
+        )
+    )
+    host: str | None = Field(
+        default=None,
+        max_length=300,
+        description="The host asked for, as the client wrote it; null when unreadable.",
+    )
+    port: int | None = Field(default=None, ge=0, le=65535, description="The port asked for.")
+    verdict: Literal["allowed", "refused", "failed"] = Field(
+        description=(
+            "allowed: relayed; refused: no `network.hosts` rule grants it (or the request "
+            "was malformed or too slow); failed: granted, but the host could not be "
+            "resolved or reached."
+        )
+    )
+    reason: str = Field(min_length=1, max_length=1000, description="One line saying why.")
+    rule: RuleAddress | None = Field(
+        default=None, description="The rule that granted it, e.g. `network.hosts[0]`."
+    )
+    address: str | None = Field(
+        default=None, max_length=64, description="The address the proxy connected to."
+    )
+    bytes_up: int | None = Field(
+        default=None, ge=0, description="Bytes relayed from the tool to the host."
+    )
+    bytes_down: int | None = Field(
+        default=None, ge=0, description="Bytes relayed from the host to the tool."
+    )
+
+
 class RunRecord(MessageBase):
     """The record of one cvg-run: what ran under which policy, and how it ended."""
 
@@ -195,6 +248,28 @@ class RunRecord(MessageBase):
     )
     denials: list[Denial] = Field(default_factory=list)
     scratch: Scratch | None = Field(default=None, description="null when none was made.")
+    connections: list[Connection] = Field(
+        default_factory=list,
+        description=(
+            "With `network.hosts`: each connection the proxy allowed or refused, in order "
+            "(the first 10000; `connections_omitted` counts the rest)."
+        ),
+    )
+    connections_omitted: int = Field(
+        default=0, ge=0, description="Connections past the first 10000, not listed."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_connections(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A run without network.hosts writes the record it always did.
+        data = handler(self)
+        if isinstance(data, dict):
+            if not self.connections:
+                data.pop("connections", None)
+            if not self.connections_omitted:
+                data.pop("connections_omitted", None)
+        return data
+
     started: AwareDatetime = Field(strict=False, description="When the run started.")
     ended: AwareDatetime = Field(strict=False, description="When it ended.")
 
