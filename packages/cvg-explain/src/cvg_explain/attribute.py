@@ -1,0 +1,536 @@
+"""One denial to its cause, the policy rule involved and the smallest change that allows it.
+
+The record says what was refused and by which mechanism; this module reads the policy
+to say why (which grant is missing, or which grant covers the path with the wrong
+rights) and proposes the narrowest change: the exact file rather than its directory,
+the exact port rather than a range, one limit raised rather than all.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from cvg_kernel.seccomp import DENY_REASONS
+from cvg_schema import Policy
+from cvg_schema.run import Denial
+
+from .risk import RiskNote, risk_of
+
+__all__ = ["Change", "Context", "Finding", "attribute", "variable_form"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One edit to the policy: append ``value`` to the list ``section.field`` (add), or
+    set ``section.field`` to ``value`` (set)."""
+
+    op: Literal["add", "set"]
+    section: str
+    field: str
+    value: str | int | bool
+
+    @property
+    def address(self) -> str:
+        return f"{self.section}.{self.field}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    cause: str
+    rule: str | None
+    change: Change | None = None
+    risk: RiskNote | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the attribution needs besides the denial: the policy and the variables."""
+
+    policy: Policy
+    variables: Mapping[str, str]  # CWD, HOME, SCRATCH, POLICY_DIR when known
+    home: str | None = None
+
+
+# Rights Landlock checks on the directory that holds the entry, not on the entry.
+_PARENT_RIGHTS: Final = frozenset(
+    {
+        "make_reg",
+        "make_dir",
+        "make_sock",
+        "make_fifo",
+        "make_sym",
+        "remove_file",
+        "remove_dir",
+        "refer",
+    }
+)
+_WRITE_RIGHTS: Final = frozenset({"write_file", "truncate", "ioctl_dev"}) | _PARENT_RIGHTS
+_OP_RIGHT: Final = {
+    "read": "read_file",
+    "write": "write_file",
+    "create": "make_reg",
+    "remove": "remove_file",
+    "rename": "refer",
+    "link": "refer",
+    "execute": "execute",
+    "connect": "connect_tcp",
+    "bind": "bind_tcp",
+    "signal": "signal",
+}
+
+# Calls that fail with EPERM for want of a capability: cvg-run drops every capability,
+# and a policy has no way to hand one back.
+_NEEDS_ROOT: Final = frozenset(
+    {
+        "setuid",
+        "setgid",
+        "setreuid",
+        "setregid",
+        "setresuid",
+        "setresgid",
+        "setgroups",
+        "setfsuid",
+        "setfsgid",
+        "chown",
+        "fchown",
+        "lchown",
+        "fchownat",
+        "mknod",
+        "mknodat",
+        "chroot",
+        "mount",
+        "umount2",
+        "sethostname",
+        "setdomainname",
+        "settimeofday",
+        "clock_settime",
+        "reboot",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "iopl",
+        "ioperm",
+        "setpriority",
+        "sched_setscheduler",
+        "capset",
+        "setrlimit",
+        "prlimit64",
+    }
+)
+
+_RESOURCE_OF_RLIMIT: Final = {
+    "as": "memory_mb",
+    "data": "memory_mb",
+    "rss": "memory_mb",
+    "nproc": "processes",
+    "nofile": "open_files",
+    "fsize": "file_size_mb",
+    "cpu": "cpu_seconds",
+}
+_RESOURCE_MAX: Final = {
+    "memory_mb": 16_777_216,
+    "processes": 4_194_304,
+    "open_files": 1_048_576,
+    "file_size_mb": 16_777_216,
+    "cpu_seconds": 31_536_000,
+    "wall_clock_seconds": 604_800,
+}
+_RESOURCE_WORDS: Final = {
+    "memory_mb": "address space per process",
+    "processes": "processes at once",
+    "open_files": "open descriptors per process",
+    "file_size_mb": "largest file size",
+    "cpu_seconds": "CPU seconds per process",
+    "wall_clock_seconds": "seconds of wall clock",
+}
+_UNITS: Final = {
+    "memory_mb": "MiB",
+    "file_size_mb": "MiB",
+    "cpu_seconds": "s",
+    "wall_clock_seconds": "s",
+    "processes": "",
+    "open_files": "",
+}
+
+_MMAP_LEN: Final = re.compile(r"\bmmap\(\s*[^,]*,\s*(\d+)")
+_PROCESS_COUNT: Final = re.compile(r"(\d+)\s+(?:processes|tasks)")
+_AF: Final = re.compile(r"\bAF_([A-Z0-9]+)")
+_SOCK: Final = re.compile(r"\bSOCK_(STREAM|DGRAM|RAW|SEQPACKET|PACKET)\b")
+
+
+def variable_form(path: str, variables: Mapping[str, str]) -> str:
+    """``path`` written with the most specific of ``${SCRATCH}``, ``${CWD}``, ``${HOME}``
+    that holds it, so the grant means the same thing on the next run."""
+    best: tuple[int, str] | None = None
+    for name in ("SCRATCH", "CWD", "HOME"):
+        base = variables.get(name)
+        if not base or base == "/" or not os.path.isabs(base):
+            continue
+        base = posixpath.normpath(base)
+        holds = path == base or path.startswith(base + "/")
+        if holds and (best is None or len(base) > best[0]):
+            best = (len(base), name)
+    if best is None:
+        return path
+    length, name = best
+    return "${" + name + "}" + path[length:]
+
+
+def _expand(value: str, variables: Mapping[str, str]) -> str | None:
+    out = value
+    for name, base in variables.items():
+        out = out.replace("${" + name + "}", base)
+    if "${" in out:
+        return None
+    return posixpath.normpath(out)
+
+
+def _inside(path: str, parent: str) -> bool:
+    return parent == "/" or path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _covering(ctx: Context, field: str, path: str) -> list[tuple[int, str]]:
+    """The ``(index, value)`` of each entry of ``filesystem.<field>`` beneath which
+    ``path`` lies (the path as written and as resolved are both tried)."""
+    paths = {posixpath.normpath(path)}
+    try:
+        paths.add(os.path.realpath(path))
+    except OSError:  # pragma: no cover - realpath does not raise for plain strings
+        pass
+    out = []
+    for i, raw in enumerate(getattr(ctx.policy.filesystem, field)):
+        grant = _expand(raw, ctx.variables)
+        if grant is None:
+            continue
+        grants = {grant, os.path.realpath(grant)}
+        if any(_inside(p, g) for p in paths for g in grants):
+            out.append((i, raw))
+    return out
+
+
+def _refs(field: str, entries: list[tuple[int, str]]) -> str:
+    return ", ".join(f"filesystem.{field}[{i}] ({raw})" for i, raw in entries)
+
+
+def _fs(d: Denial, ctx: Context) -> Finding:
+    right = d.right or _OP_RIGHT.get(d.op or "", "read_file")
+    path = d.path
+    if path is None:
+        return Finding(
+            f"Landlock refused {d.syscall} ({right}), but the record names no path",
+            d.rule,
+        )
+    path = posixpath.normpath(path)
+    denied = _covering(ctx, "deny", path)
+    if denied:
+        i, raw = denied[0]
+        return Finding(
+            f"{path} lies beneath filesystem.deny[{i}] ({raw}), which keeps it unreachable "
+            "whatever is granted; remove that entry only if the tool truly needs it",
+            f"filesystem.deny[{i}]",
+        )
+    if right in ("make_char", "make_block"):
+        return Finding(
+            f"{d.syscall} tried to create a device node at {path}: no policy grants that "
+            "(it would reach hardware no path rule describes, and needs root anyway)",
+            None,
+        )
+    if right == "execute":
+        field, verb = "execute", "executing"
+    elif right in _WRITE_RIGHTS:
+        field, verb = "write", _write_verb(right)
+    elif right in ("read_file", "read_dir"):
+        field, verb = "read", "listing" if right == "read_dir" else "reading"
+    else:
+        return Finding(
+            f"Landlock refused {d.syscall} on {path} ({right}); no policy rule grants "
+            f"{right} on its own",
+            d.rule,
+        )
+    target = posixpath.dirname(path) if right in _PARENT_RIGHTS else path
+    target = target or "/"
+    rule = f"filesystem.{field}"
+    grants = _covering(ctx, field, target)
+    if field == "read":
+        grants += [(i, raw) for i, raw in _covering(ctx, "write", target)]
+        if right == "read_file":
+            grants += _covering(ctx, "execute", target)
+    if grants:
+        return Finding(
+            f"{path} is covered by {_refs(field, grants)}, yet {d.syscall} was refused "
+            f"{verb} it (the grant's path may not have existed, or resolved elsewhere, "
+            "when the policy was compiled); no further grant would change that",
+            rule,
+        )
+    others = []
+    for other in ("read", "write", "execute"):
+        if other != field:
+            others += [(other, i, raw) for i, raw in _covering(ctx, other, target)]
+    where = target if target == path else f"{target} (the directory that holds {path})"
+    if others:
+        names = ", ".join(f"filesystem.{o}[{i}] ({raw})" for o, i, raw in others)
+        cause = (
+            f"{d.syscall} was refused {verb} {path}: {where} is covered only by {names}, "
+            f"which does not allow {verb}; no {rule} grant covers it"
+        )
+    else:
+        cause = f"{d.syscall} was refused {verb} {path}: no {rule} grant covers {where}"
+    value = variable_form(target, ctx.variables)
+    change = Change("add", "filesystem", field, value)
+    return Finding(cause, rule, change, risk_of(change, ctx, real_path=target))
+
+
+def _write_verb(right: str) -> str:
+    if right.startswith("make_"):
+        return "creating"
+    if right.startswith("remove_"):
+        return "removing"
+    if right == "refer":
+        return "moving or linking"
+    if right == "truncate":
+        return "truncating"
+    if right == "ioctl_dev":
+        return "an ioctl on"
+    return "writing"
+
+
+def _net(d: Denial, ctx: Context) -> Finding:
+    right = d.right or _OP_RIGHT.get(d.op or "", "connect_tcp")
+    field = "tcp_bind" if right == "bind_tcp" else "tcp_connect"
+    rule = f"network.{field}"
+    verb = "binding" if field == "tcp_bind" else "connecting to"
+    if d.port is None:
+        return Finding(
+            f"Landlock refused {d.syscall} ({verb} a TCP port), but the record names no port",
+            rule,
+        )
+    granted = getattr(ctx.policy.network, field)
+    cause = f"{d.syscall} was refused {verb} TCP port {d.port}: {rule} "
+    cause += f"grants only {', '.join(map(str, granted))}" if granted else "grants no port"
+    change = Change("add", "network", field, d.port)
+    return Finding(cause, rule, change, risk_of(change, ctx))
+
+
+def _scope(d: Denial, ctx: Context) -> Finding:
+    right = d.right or ("signal" if d.op == "signal" else None)
+    if right == "signal":
+        change = Change("set", "ipc", "signal_outside", True)
+        return Finding(
+            f"{d.syscall} was refused signalling a process outside the sandbox: "
+            "ipc.signal_outside is false",
+            "ipc.signal_outside",
+            change,
+            risk_of(change, ctx),
+        )
+    return Finding(
+        f"{d.syscall} was refused reaching an abstract UNIX socket outside the sandbox: "
+        "cvg always scopes abstract sockets (they name no file a rule could grant), so no "
+        "policy can allow it; give the tool a pathname socket under a granted directory",
+        None,
+    )
+
+
+def _socket_kind(d: Denial) -> tuple[str | None, str | None]:
+    text = d.detail or ""
+    family = _AF.search(text)
+    sock = _SOCK.search(text)
+    fam = family.group(1) if family else None
+    if fam == "LOCAL":
+        fam = "UNIX"
+    return fam, sock.group(1) if sock else None
+
+
+def _seccomp(d: Denial, ctx: Context) -> Finding:
+    name = d.syscall
+    if name in DENY_REASONS:
+        change = Change("add", "syscalls", "allow", name)
+        return Finding(
+            f"{name} is on cvg's default seccomp deny list (it {DENY_REASONS[name]}); "
+            "syscalls.allow does not list it",
+            "syscalls.allow",
+            change,
+            risk_of(change, ctx),
+        )
+    if name in ("socket", "socketpair"):
+        return _socket(d, ctx)
+    if name in ("clone", "clone3"):
+        why = (
+            "clone3 always gets ENOSYS under cvg (BPF cannot read its flags; the C library "
+            "falls back to clone)"
+            if name == "clone3"
+            else "a clone with a namespace flag (CLONE_NEW*) is always refused: namespaces "
+            "hand out capabilities, and syscalls.allow cannot lift an argument check"
+        )
+        return Finding(f"{why}; no policy can allow it", None)
+    if name == "ioctl":
+        return Finding(
+            "ioctl TIOCSTI/TIOCLINUX (typing into a terminal) is always refused: it would "
+            "let the tool type commands into the caller's shell; no policy can allow it",
+            None,
+        )
+    if name == "memfd_create":
+        return Finding(
+            "memfd_create without MFD_NOEXEC_SEAL is always refused: an executable memfd "
+            "runs code no execute rule saw; no policy can allow it (create it with "
+            "MFD_NOEXEC_SEAL)",
+            None,
+        )
+    if name in ("sendto", "sendmsg", "sendmmsg"):
+        return Finding(
+            f"{name} with MSG_FASTOPEN is always refused: it connects past Landlock's TCP "
+            "port check; no policy can allow it (use connect, then send)",
+            None,
+        )
+    return Finding(
+        f"the seccomp filter refused {name} ({d.errno or 'no errno'}); it is not on the "
+        "deny list syscalls.allow can change, so no policy can allow it",
+        d.rule,
+    )
+
+
+def _socket(d: Denial, ctx: Context) -> Finding:
+    family, kind = _socket_kind(d)
+    if family is None:
+        if d.rule == "network.unix":
+            family = "UNIX"
+        elif d.rule == "network.udp":
+            family, kind = "INET", "DGRAM"
+    if family == "UNIX":
+        change = Change("set", "network", "unix", True)
+        return Finding(
+            f"{d.syscall}(AF_UNIX) was refused: network.unix is false",
+            "network.unix",
+            change,
+            risk_of(change, ctx),
+        )
+    if family in ("INET", "INET6") and kind == "DGRAM":
+        change = Change("set", "network", "udp", True)
+        return Finding(
+            f"{d.syscall}(AF_{family}, SOCK_DGRAM) was refused: network.udp is false",
+            "network.udp",
+            change,
+            risk_of(change, ctx),
+        )
+    if family in ("INET", "INET6") and kind in ("STREAM", None) and d.errno != "EAFNOSUPPORT":
+        return Finding(
+            f"{d.syscall}(AF_{family}) was refused by the seccomp filter although TCP "
+            "sockets are always allowed (ports are what a policy grants)",
+            d.rule,
+        )
+    what = f"AF_{family}" if family else "this socket family"
+    if kind:
+        what += f", SOCK_{kind}"
+    return Finding(
+        f"{d.syscall}({what}) was refused: cvg allows only UNIX, TCP and UDP sockets "
+        "(raw, packet and netlink sockets reach the host's network stack directly); no "
+        "policy can allow it",
+        None,
+    )
+
+
+def _raise(d: Denial, ctx: Context, field: str, how: str) -> Finding:
+    current = int(getattr(ctx.policy.resources, field))
+    new = current * 2
+    if field == "memory_mb":
+        m = _MMAP_LEN.search(d.detail or "")
+        if m is not None:
+            need = int(m.group(1)) / (1 << 20)
+            new = max(new, int(math.ceil((current + need) / 64) * 64))
+    if field == "processes":
+        m = _PROCESS_COUNT.search(d.detail or "")
+        if m is not None:
+            new = max(new, int(m.group(1)) + 1)
+    new = min(new, _RESOURCE_MAX[field])
+    rule = f"resources.{field}"
+    unit = _UNITS[field]
+    cause = f"{how}: {rule} is {current}{(' ' + unit) if unit else ''} ({_RESOURCE_WORDS[field]})"
+    if new <= current:
+        return Finding(cause + ", already the most a policy may give", rule)
+    change = Change("set", "resources", field, new)
+    return Finding(cause, rule, change, risk_of(change, ctx, current=current))
+
+
+def _rlimit(d: Denial, ctx: Context) -> Finding:
+    right = d.right or _infer_rlimit(d)
+    if right == "core":
+        return Finding(
+            "core dumps are always off under cvg (a dump could carry secrets out); no "
+            "policy can turn them on",
+            None,
+        )
+    field = _RESOURCE_OF_RLIMIT.get(right or "")
+    if field is None:
+        return Finding(
+            f"{d.syscall} hit the {right or 'an'} rlimit, which no policy setting controls",
+            d.rule,
+        )
+    how = f"{d.syscall} failed ({d.errno or 'refused'}) at the RLIMIT_{(right or '').upper()}"
+    return _raise(d, ctx, field, how)
+
+
+def _infer_rlimit(d: Denial) -> str | None:
+    if d.errno == "ENOMEM":
+        return "as"
+    if d.errno == "EAGAIN" and d.syscall in ("clone", "clone3", "fork", "vfork"):
+        return "nproc"
+    if d.errno in ("EMFILE",):
+        return "nofile"
+    if d.errno == "EFBIG":
+        return "fsize"
+    return None
+
+
+def _supervisor(d: Denial, ctx: Context) -> Finding:
+    rule = d.rule or ""
+    right = d.right or ""
+    if "processes" in rule or right in ("processes", "nproc"):
+        return _raise(d, ctx, "processes", "the supervisor ended the run: too many processes")
+    if "wall_clock" in rule or "wall" in right:
+        return _raise(
+            d, ctx, "wall_clock_seconds", "the supervisor ended the run at the wall clock"
+        )
+    if "memory" in rule or right in ("as", "memory"):
+        return _raise(d, ctx, "memory_mb", "the supervisor ended the run: too much memory")
+    if "cpu" in rule or right == "cpu":
+        return _raise(d, ctx, "cpu_seconds", "the supervisor ended the run: too much CPU time")
+    return Finding(f"the supervisor refused {d.syscall}: {d.detail or 'no detail'}", d.rule)
+
+
+def _none(d: Denial, ctx: Context) -> Finding:
+    # A port below 1024 needs CAP_NET_BIND_SERVICE: bind says EACCES, not EPERM.
+    if (d.errno == "EPERM" and d.syscall in _NEEDS_ROOT) or (
+        d.syscall == "bind" and d.errno == "EACCES"
+    ):
+        return Finding(
+            f"{d.syscall} needs root privileges (a capability), and cvg-run drops every "
+            "capability, even for root; no policy can grant one",
+            None,
+        )
+    return Finding(
+        f"the tool's own failure, not cvg: {d.syscall} failed with "
+        f"{d.errno or 'an error'} for a reason of its own, which no policy change affects",
+        None,
+    )
+
+
+def attribute(d: Denial, ctx: Context) -> Finding:
+    """The cause of ``d``, the rule involved and the smallest fix (None if none can)."""
+    if d.mechanism == "landlock_fs":
+        return _fs(d, ctx)
+    if d.mechanism == "landlock_net":
+        return _net(d, ctx)
+    if d.mechanism == "landlock_scope":
+        return _scope(d, ctx)
+    if d.mechanism == "seccomp":
+        return _seccomp(d, ctx)
+    if d.mechanism == "rlimit":
+        return _rlimit(d, ctx)
+    if d.mechanism == "supervisor":
+        return _supervisor(d, ctx)
+    return _none(d, ctx)

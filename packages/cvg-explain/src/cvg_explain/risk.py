@@ -1,0 +1,165 @@
+"""How much a fix widens what the tool can do: low, medium or high, with the reason.
+
+High: a secret, a write to a system tree, write and execute together on the same
+files, any network port (Landlock filters ports, not hosts), UDP and UNIX sockets,
+and any call taken off the seccomp deny list. Medium: a whole directory to read or
+write, signals outside the sandbox, large resource limits. Low: one more file, a
+modest limit.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+from cvg_kernel.seccomp import DENY_REASONS
+from cvg_policy.secrets import secret_reason
+
+if TYPE_CHECKING:
+    from .attribute import Change, Context
+
+__all__ = ["LEVELS", "SYSTEM_TREES", "RiskNote", "risk_of"]
+
+Level = Literal["low", "medium", "high"]
+LEVELS: Final[tuple[Level, ...]] = ("low", "medium", "high")
+
+SYSTEM_TREES: Final = (
+    "/usr",
+    "/etc",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/var",
+    "/opt",
+    "/srv",
+    "/root",
+    "/proc",
+    "/sys",
+    "/snap",
+    "/nix",
+)
+"""Trees that belong to the system: writing beneath one changes what every user runs."""
+
+# A memory or process limit above these is rated medium: room for a runaway tool to
+# take the machine down with it.
+_LARGE: Final = {"memory_mb": 4096, "processes": 256, "open_files": 4096}
+
+
+@dataclass(frozen=True)
+class RiskNote:
+    level: Level
+    text: str
+
+
+def _inside(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent + "/")
+
+
+def _system_tree(path: str) -> str | None:
+    if path == "/":
+        return "/"
+    for tree in SYSTEM_TREES:
+        if _inside(path, tree):
+            return tree
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # pragma: no cover
+        return None
+    if real != path:
+        return _system_tree(real) if real != "/" else "/"
+    return None
+
+
+def _expanded(ctx: Context, field: str) -> list[str]:
+    out = []
+    for raw in getattr(ctx.policy.filesystem, field):
+        value = raw
+        for name, base in ctx.variables.items():
+            value = value.replace("${" + name + "}", base)
+        if "${" not in value:
+            out.append(posixpath.normpath(value))
+    return out
+
+
+def _overlaps(path: str, others: list[str]) -> bool:
+    return any(_inside(path, o) or _inside(o, path) for o in others)
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def risk_of(
+    change: Change, ctx: Context, *, real_path: str | None = None, current: int | None = None
+) -> RiskNote:
+    """The risk of applying ``change`` to the policy in ``ctx``."""
+    section, field, value = change.section, change.field, change.value
+    if section == "filesystem":
+        return _fs_risk(field, str(value), real_path or str(value), ctx)
+    if section == "network":
+        if field in ("tcp_connect", "tcp_bind"):
+            verb = "connect to" if field == "tcp_connect" else "accept connections on"
+            return RiskNote(
+                "high",
+                f"a network port: the tool may {verb} TCP port {value} on any host "
+                "(Landlock filters ports, not hosts)",
+            )
+        if field == "udp":
+            return RiskNote(
+                "high", "UDP sockets reach any host and port (DNS tunnelling, exfiltration)"
+            )
+        if field == "unix":
+            return RiskNote(
+                "high",
+                "UNIX sockets reach local services outside the sandbox (D-Bus, docker.sock, "
+                "ssh-agent) before Landlock ABI 9",
+            )
+    if section == "ipc":
+        return RiskNote(
+            "medium",
+            "the tool may signal (stop, kill) other processes of the same user outside the sandbox",
+        )
+    if section == "syscalls":
+        reason = DENY_REASONS.get(str(value), "is on the default deny list")
+        return RiskNote("high", f"no policy should allow {value}: it {reason}")
+    if section == "resources":
+        limit = _LARGE.get(field)
+        was = f" from {current}" if current is not None else ""
+        if limit is not None and isinstance(value, int) and value > limit:
+            return RiskNote(
+                "medium", f"raises {field}{was} to {value}, above {limit}: room for a runaway"
+            )
+        return RiskNote("low", f"raises {field}{was} to {value}")
+    return RiskNote("medium", f"changes {section}.{field}")  # pragma: no cover
+
+
+def _fs_risk(field: str, written: str, path: str, ctx: Context) -> RiskNote:
+    home = ctx.variables.get("HOME") or ctx.home
+    secret = secret_reason(path, home) or secret_reason(written, home)
+    verb = {"read": "reading", "write": "writing", "execute": "executing"}[field]
+    if secret is not None:
+        return RiskNote("high", f"grants {verb} a secret: {secret}")
+    tree = _system_tree(path)
+    if field == "write" and tree is not None:
+        return RiskNote("high", f"a write to a system tree ({tree})")
+    if field == "write" and _overlaps(path, _expanded(ctx, "execute")):
+        return RiskNote(
+            "high",
+            f"write plus execute together: {written} is also executable, so the tool could "
+            "run code it wrote",
+        )
+    if field == "execute" and _overlaps(path, _expanded(ctx, "write")):
+        return RiskNote(
+            "high",
+            f"write plus execute together: {written} is also writable, so the tool could "
+            "run code it wrote",
+        )
+    if _is_dir(path):
+        return RiskNote("medium", f"grants {verb} everything beneath the directory {written}")
+    return RiskNote("low", f"grants {verb} the one file {written}")
