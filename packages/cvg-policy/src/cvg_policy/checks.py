@@ -89,6 +89,9 @@ _SECRET_NAMES: Final = re.compile(
     re.IGNORECASE,
 )
 
+# What cvg-run sets (in both cases) to point the tool at the network.hosts proxy.
+_PROXY_VARIABLES: Final = frozenset({"https_proxy", "http_proxy", "all_proxy", "no_proxy"})
+
 _FS_FIELDS: Final = ("read", "write", "execute", "deny")
 _GRANTS: Final = ("read", "write", "execute")
 
@@ -355,6 +358,7 @@ class _Checker:
                         f"network.{field}[{i}]",
                         f"may {verb} port {port} on any host: {reason}",
                     )
+        self.check_hosts()
         if net.udp:
             self.add(
                 "warning",
@@ -370,6 +374,48 @@ class _Checker:
                 "ssh-agent): below Landlock ABI 9 no filesystem rule restricts connecting "
                 "to one",
             )
+
+    def check_hosts(self) -> None:
+        net = self.policy.network
+        seen: dict[tuple[str, int], str] = {}
+        for i, rule in enumerate(net.hosts):
+            for j, port in enumerate(rule.ports):
+                address = f"network.hosts[{i}].ports[{j}]"
+                if port in net.tcp_connect:
+                    self.add(
+                        "error",
+                        address,
+                        f"port {port} of {rule.host} is also in network.tcp_connect, which "
+                        "grants it on every host: drop it from one of the two",
+                    )
+                key = (rule.host.lower(), port)
+                if key in seen:
+                    self.add("warning", address, f"{rule.host}:{port} is already in {seen[key]}")
+                seen.setdefault(key, address)
+        if not net.hosts:
+            return
+        if net.udp:
+            self.add(
+                "warning",
+                "network.udp",
+                "network.hosts filters TCP through the proxy only: UDP still reaches any "
+                "host and port",
+            )
+        env = self.policy.environment
+        for name in env.set:
+            if name.lower() in _PROXY_VARIABLES:
+                self.add(
+                    "warning",
+                    _env_address(name),
+                    f"{name} is replaced by cvg-run's proxy address when network.hosts is set",
+                )
+        for i, name in enumerate(env.pass_):
+            if name.lower() in _PROXY_VARIABLES:
+                self.add(
+                    "warning",
+                    f"environment.pass[{i}]",
+                    f"{name} is replaced by cvg-run's proxy address when network.hosts is set",
+                )
 
     def check_ipc_env(self) -> None:
         if self.policy.ipc.signal_outside:
@@ -420,6 +466,9 @@ def check(
       process environment, and ``/tmp/ssh-*``) in any grant; write and execute on the
       same tree; well-known exfiltration ports; ``udp`` and ``unix`` (below Landlock
       ABI 9, or when ``abi`` is unknown); ``signal_outside``; secrets in ``pass``.
+    - A ``network.hosts`` port that ``tcp_connect`` also grants (on every host) is an
+      error; UDP beside hosts, a repeated host:port, and proxy variables the proxy will
+      replace are warnings.
     """
     checker = _Checker(
         loaded,

@@ -289,7 +289,19 @@ def compile_report(
         net_rights.setdefault(port, set()).add("connect_tcp")
     for port in net.tcp_bind:
         net_rights.setdefault(port, set()).add("bind_tcp")
-    tcp = bool(net_rights)
+    for i, rule in enumerate(net.hosts):
+        for j, port in enumerate(rule.ports):
+            if port in net.tcp_connect:
+                # tcp_connect reaches every host on that port directly, so the proxy's
+                # host filter would promise what the kernel does not hold.
+                raise PolicyError(
+                    f"port {port} of {rule.host} is also in network.tcp_connect, which "
+                    "grants it on every host: drop it from one of the two",
+                    address=f"network.hosts[{i}].ports[{j}]",
+                )
+    # network.hosts goes through cvg-run's proxy: TCP sockets are allowed, and cvg-run
+    # adds the one connect rule for the proxy's port, chosen per run, to this plan.
+    tcp = bool(net_rights) or bool(net.hosts)
     sockets: list[dict[str, Any]] = []
     if net.unix:
         sockets.append({"family": "unix", "types": ["stream", "dgram", "seqpacket"]})
@@ -323,6 +335,16 @@ def compile_report(
                 f"network.{key}",
                 4,
             )
+
+    if net.hosts and target < 4:
+        _degrade(
+            degraded,
+            "network.hosts: only through the proxy",
+            f"TCP port rules need Landlock ABI 4, the target has {target}: a tool that "
+            "ignores the proxy variables can connect to any host and port directly",
+            "network.hosts",
+            4,
+        )
 
     # ---- scopes (ABI 6)
     scoped: list[str] = []

@@ -13,6 +13,7 @@ symlinks, missing paths and deny expansions is exactly what the plan will do.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
@@ -63,8 +64,12 @@ class StandingLimit:
 STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
     StandingLimit(
         "hosts",
-        "network rules name TCP ports only: Landlock filters ports, not addresses, so a "
-        "granted port is reachable on every host",
+        "tcp_connect names TCP ports only: Landlock filters ports, not addresses, so a "
+        "granted port is reachable on every host. network.hosts filters host:port in "
+        "cvg-run's proxy, for tools that use the proxy variables; Landlock then allows "
+        "connect only to the proxy's port, so any host is still reachable directly on "
+        "that one port number (chosen per run), and the proxy itself is reachable by "
+        "every local process during the run",
     ),
     StandingLimit(
         "udp",
@@ -320,7 +325,7 @@ def _explain_network(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
     out: list[RuleExplanation] = []
     net = policy.network
     seccomp = FEATURES["seccomp"]
-    tcp = bool(net.tcp_connect or net.tcp_bind)
+    tcp = bool(net.tcp_connect or net.tcp_bind or net.hosts)
     for key, right, verb in (
         ("tcp_connect", "connect_tcp", "connected to"),
         ("tcp_bind", "bind_tcp", "bound"),
@@ -341,6 +346,8 @@ def _explain_network(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
                 if ports
                 else "no port granted: every port denied"
             )
+            if key == "tcp_connect" and net.hosts:
+                allowed += "; plus the network.hosts proxy's port, chosen per run"
             out.append(
                 judge.rule(
                     address,
@@ -369,6 +376,7 @@ def _explain_network(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
                     note="any host: Landlock filters ports, not addresses",
                 )
             )
+    out.extend(_explain_hosts(policy, judge))
     if net.udp:
         out.append(
             judge.rule(
@@ -414,6 +422,58 @@ def _explain_network(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
                 "network.unix",
                 "seccomp socket filter: no socket(AF_UNIX) (socketpair stays allowed)",
                 [_Part(seccomp, None, "unix sockets can be created and connected anywhere")],
+            )
+        )
+    return out
+
+
+_HOSTS_BYPASS: Final = (
+    "a tool that ignores the proxy variables can connect to any host and port directly"
+)
+
+
+def _explain_hosts(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
+    net = policy.network
+    if not net.hosts:
+        return []
+    seccomp = FEATURES["seccomp"]
+    dns = "DNS and UDP are allowed (network.udp)" if net.udp else "DNS and UDP are denied"
+    out = [
+        judge.rule(
+            "network.hosts",
+            "cvg-run's proxy (HTTP CONNECT, plain HTTP, SOCKS5 on 127.0.0.1, a port chosen "
+            "per run) relays only the listed host:port pairs and resolves names itself; "
+            "Landlock connect_tcp allows only the proxy's port",
+            [
+                _Part(FEATURES["connect_tcp"], 4, _HOSTS_BYPASS),
+                _Part(seccomp, None, "MPTCP and SCTP stream sockets are not refused"),
+            ],
+            abi=4,
+            note=(
+                "filters tools that honour HTTPS_PROXY, HTTP_PROXY or ALL_PROXY (set by "
+                "cvg-run, with NO_PROXY empty); a tool that connects directly is refused by "
+                "Landlock on every port but the proxy's, and on that one port number any "
+                f"host is reachable directly; {dns}; IP literals only when listed; "
+                "cvg-exec alone starts no proxy"
+            ),
+        )
+    ]
+    for i, rule in enumerate(net.hosts):
+        if rule.host.startswith("*."):
+            what, how = f"any name ending in {rule.host[1:]}", f"any depth, not {rule.host[2:]}"
+        else:
+            try:
+                ipaddress.ip_address(rule.host)
+                what, how = f"the address {rule.host}", "asked for as that literal"
+            except ValueError:
+                what, how = rule.host, "any case, resolved by the proxy"
+        ports = ", ".join(map(str, rule.ports))
+        out.append(
+            judge.rule(
+                f"network.hosts[{i}]",
+                f"proxy allows {what} on port{'s' if len(rule.ports) > 1 else ''} {ports} ({how})",
+                [_Part(FEATURES["connect_tcp"], 4, _HOSTS_BYPASS)],
+                abi=4,
             )
         )
     return out
