@@ -1,15 +1,197 @@
-"""``cvg-import`` command line (being built)."""
+"""The ``cvg-import`` command."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
+import click
+
+from cvg_schema import Observation, SchemaError, digest_bytes, dumps, loads_as, write_atomic
+
+from . import __version__
+from .errors import ImportRefused, one_line
+from .importer import Baseline, import_divergence
+from .report import MAX_REPORT_BYTES, RAW_SCHEMA
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Refused(Exception):
+    """A refusal already worded for the user (one line, file name first)."""
+
+
+@click.group(
+    context_settings=_SETTINGS,
+    epilog="""\b
+Exit status:
+  0  the observation was written
+  1  the input was refused (not a Divergence report, an unknown major version,
+     not JSON, a bad baseline, a file that cannot be read): one line on stderr
+  2  a usage error
+""",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="cvg-import")
+def cli() -> None:
+    """Turn a foreign tool's report into a partial cvg.observation.
+
+    The observation goes to cvg-generate like one from cvg-observe, so a policy can be
+    written without ever running the tool unconfined. It is partial: it holds only
+    what the foreign tool reported, and says in its notes what that leaves out.
+    """
+
+
+@cli.command(
+    context_settings=_SETTINGS,
+    epilog=f"""\b
+Examples:
+  cvg-observe -- python3 -c pass > runtime.json
+  cvg-import divergence report.json --baseline runtime.json | cvg-generate | cvg-validate > p.yaml
+  divergence --allow-partial scan --dynamic --json ./tool | cvg-import divergence -
+  cvg-import divergence report.json --artifact-root /srv/tools/foo --out obs.json
+
+\b
+Accepted: the runner's report ("schema": "{RAW_SCHEMA}", a newer minor too) and
+the divergence CLI's JSON (targets[].dynamic); at most {MAX_REPORT_BYTES // 2**20} MiB.
+
+\b
+Each event keeps Divergence's own record in "source" (capability, syscall, target,
+result, decoy) and says whether it must never become a grant
+(source.never_grant: "decoy", "secret" or "failed"); such events stay, marked, for
+review. cvg-generate grants none of them.
+""",
+)
+@click.argument("report", type=click.Path(dir_okay=False, allow_dash=True), metavar="REPORT")
+@click.option(
+    "--baseline",
+    "-b",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    metavar="OBS.json",
+    help="A cvg.observation of the bare runtime (cvg-observe -- python3 -c pass) to "
+    "merge: Divergence leaves out the runtime's own reads. Its events are appended, "
+    "marked source.origin=baseline.",
+)
+@click.option(
+    "--artifact-root",
+    "root",
+    default=None,
+    metavar="DIR",
+    help="The tool's working directory when Divergence ran it (its artifact directory, "
+    "as the report names it). Paths beneath it and relative paths become ${CWD}. "
+    "Without it relative paths stay as reported, flagged unresolved. The CLI's JSON "
+    "names it itself (targets[].source).",
+)
+@click.option(
+    "--target",
+    "target",
+    default=None,
+    metavar="NAME",
+    help="Which target of the CLI's JSON to import (by name or source), when it has several.",
+)
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="Write the observation to FILE, atomically, instead of stdout.",
+)
+@click.option("--pretty", is_flag=True, help="Indent the JSON for people.")
+def divergence(
+    report: str,
+    baseline: str | None,
+    root: str | None,
+    target: str | None,
+    out: str | None,
+    pretty: bool,
+) -> None:
+    """Import a Divergence dynamic report (REPORT, or - for stdin).
+
+    Every observation becomes one event, in report order: fs_read, fs_write, fs_delete
+    and secrets_read become read, write and remove of the path; proc_spawn (execve)
+    becomes execute; net_outbound and net_listen become connect and bind with the port
+    (the address is an IP, not a host, and Divergence loses IPv6 addresses).
+
+    Paths beneath Divergence's temporary overlay become ${HOME} and ${SCRATCH}. A
+    planted decoy, a secret path (by pattern, whatever capability it came as) and a
+    failed attempt are never to be granted.
+    """
+    if report == "-" and baseline == "-":
+        raise click.UsageError("REPORT and --baseline cannot both be stdin")
+    data = _read(report, limit=MAX_REPORT_BYTES)
+    base: Baseline | None = None
+    if baseline is not None:
+        raw = _read(baseline)
+        try:
+            base = Baseline(loads_as(Observation, raw), _name(baseline), digest_bytes(raw))
+        except SchemaError as e:
+            raise Refused(f"{_name(baseline)}: not a cvg.observation: {e}") from None
+    try:
+        obs = import_divergence(data, root=root, target=target, name=_name(report), baseline=base)
+    except ImportRefused as e:
+        where = "" if e.where.startswith("--") else _name(report) + ": "
+        raise Refused(f"{where}{e}") from None
+    payload = dumps(obs, pretty=pretty)
+    if out is None or out == "-":
+        sys.stdout.buffer.write(payload) if hasattr(sys.stdout, "buffer") else sys.stdout.write(
+            payload.decode("utf-8")
+        )
+        sys.stdout.flush()
+    else:
+        write_atomic(out, payload)
+    for note in obs.notes:
+        if "never become grants" in note or "could not be placed" in note:
+            click.echo(f"cvg-import: note: {note}", err=True)
+
+
+def _name(path: str) -> str:
+    return "<stdin>" if path == "-" else one_line(click.format_filename(path))
+
+
+def _read(path: str, limit: int | None = None) -> bytes:
+    try:
+        if path == "-":
+            stream = sys.stdin.buffer
+            return stream.read() if limit is None else stream.read(limit + 1)
+        with open(path, "rb") as f:
+            return f.read() if limit is None else f.read(limit + 1)
+    except OSError as e:
+        raise Refused(f"{_name(path)}: cannot read: {e.strerror or e}") from None
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    sys.stderr.write("cvg-import: not built yet\n")
-    return 2
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=args, prog_name="cvg-import", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.UsageError as e:
+        e.show()
+        return EXIT_USAGE
+    except click.ClickException as e:
+        e.show()
+        return EXIT_REFUSED
+    except click.Abort:
+        click.echo("cvg-import: aborted", err=True)
+        return EXIT_REFUSED
+    except Refused as e:
+        click.echo(f"cvg-import: {one_line(str(e))}", err=True)
+        return EXIT_REFUSED
+    except OSError as e:
+        click.echo(f"cvg-import: {e.filename or ''}: {e.strerror or e}", err=True)
+        return EXIT_REFUSED
+    except Exception as e:  # our own bug: still one line, no traceback
+        click.echo(f"cvg-import: internal error: {type(e).__name__}: {one_line(str(e))}", err=True)
+        return EXIT_REFUSED
+    return 0
 
 
 def run() -> None:
+    """The console-script entry point."""
     sys.exit(main())

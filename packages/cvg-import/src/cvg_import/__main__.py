@@ -1,0 +1,3 @@
+from cvg_import.cli import run
+
+run()
