@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Sequence
 
@@ -27,9 +28,21 @@ examples:
   cvg-exec --plan plan.json -- cat /etc/hostname
   cvg-validate --compile p.yaml | cvg-exec --plan - -- python3 tool.py
   cvg-exec --plan plan.json --var SCRATCH=/tmp/work -- ./tool
+  python -m cvg_kernel --plan plan.json --notify-fd 3 -- ./tool
+
+reporting denials (--notify-fd N):
+  N is an inherited AF_UNIX socket whose other end a supervisor holds. The
+  seccomp filter is installed with every denial sent to a listener instead of
+  answered in the kernel; the listener goes down socket N, and both are closed
+  before CMD runs. The supervisor answers each call with the errno the plain
+  filter gives (cvg_kernel.notify.serve) and learns which call was refused, by
+  whom, with which arguments. Nothing more is allowed: with nobody listening a
+  denied call fails with ENOSYS. If the listener cannot be created or sent, CMD
+  is not started (125).
 
 exit status:
   the command's own status once it runs;
+  2    usage error (including a --notify-fd that is not an open socket);
   125  the command was not started (bad plan, confinement failed);
   126  the command could not be executed (including a missing execute grant);
   127  the command was not found.
@@ -41,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="cvg-exec",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="cvg-exec --plan FILE|- [--var NAME=VALUE]... [-v] -- CMD [ARG...]",
+        usage="cvg-exec --plan FILE|- [--var NAME=VALUE]... [--notify-fd N] [-v] -- CMD [ARG...]",
     )
     p.add_argument("--plan", required=True, metavar="FILE|-", help="the cvg.plan to apply")
     p.add_argument(
@@ -51,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="a late-bound variable used as ${NAME} in the plan (CWD defaults to the "
         "working directory)",
+    )
+    p.add_argument(
+        "--notify-fd",
+        type=int,
+        metavar="N",
+        help="send the seccomp denials' listener down inherited socket N (see below)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="also report skipped rules")
     p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -81,8 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not sep or not name:
                 raise _Usage(f"--var {item!r}: expected NAME=VALUE")
             variables[name] = value
+        if args.notify_fd is not None and not _is_socket(args.notify_fd):
+            raise _Usage(f"--notify-fd {args.notify_fd}: not an open socket")
         plan = loads(_read(args.plan))
-        prepared = prepare(plan, variables)
+        prepared = prepare(plan, variables, notify_sock=args.notify_fd)
     except _Usage as e:
         print(f"cvg-exec: {e}", file=sys.stderr)
         return 2
@@ -100,6 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     prepared.exec(command)
+
+
+def _is_socket(fd: int) -> bool:
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _read(source: str) -> bytes:

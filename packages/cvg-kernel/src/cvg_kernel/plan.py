@@ -32,6 +32,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from .notify import Handover
+
 KIND = "cvg.plan"
 MAJOR = 1
 MINOR = 0
@@ -182,13 +184,15 @@ class Prepared(Record, frozen=False):
     caps: CapabilityDrop
     env: dict[str, str]
     notes: list[Note] = Factory(list)  # type: ignore[assignment]
+    handover: Handover | None = None  # where the seccomp listener goes (notify_sock)
 
     def apply(self) -> None:
         """Confine the calling process. Irreversible; call it in the child.
 
         Order matters: capabilities go while CAP_SETPCAP still works; Landlock
         and seccomp both need no_new_privs; descriptors are marked rather than
-        closed so a supervisor's error pipe survives until exec.
+        closed so a supervisor's error pipe survives until exec, and so does the
+        notify socket until the listener has gone down it (then both are closed).
         """
         apply_rlimits(self.rlimits)
         self.caps.apply()
@@ -196,7 +200,9 @@ class Prepared(Record, frozen=False):
         if self.ruleset is not None:
             self.ruleset.restrict_self()
         cloexec_from(3)
-        self.filter.install()
+        listener = self.filter.install()
+        if self.handover is not None:
+            self.handover.send(listener)
 
     def execve(self, argv: Sequence[str], path: str | None = None) -> NoReturn:
         """Replace this process with ``argv`` in the plan's environment; raises
@@ -242,9 +248,22 @@ def prepare(
     variables: Mapping[str, str] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
+    notify_sock: int | None = None,
 ) -> Prepared:
-    """Check ``plan`` and build everything ``apply`` needs. Raises PlanError."""
+    """Check ``plan`` and build everything ``apply`` needs. Raises PlanError.
+
+    With ``notify_sock`` (an inherited AF_UNIX socket), ``apply`` installs the
+    seccomp filter with its denials turned into user notifications and sends the
+    listener down that socket, then closes both; the supervisor at the other end
+    answers them (:mod:`cvg_kernel.notify`). Raises OSError if it is not a socket.
+    """
     check_envelope(plan)
+    handover = None
+    if notify_sock is not None:
+        # Imported here, not at the top: only this path pays for socket and threading.
+        from .notify import Handover
+
+        handover = Handover(notify_sock)
     variables = dict(variables or {})
     environ = os.environ if environ is None else environ
     notes: list[Note] = []
@@ -256,6 +275,8 @@ def prepare(
     ruleset = _prepare_landlock(_section(plan, "landlock"), variables, notes)
     try:
         flt = _prepare_seccomp(_section(plan, "seccomp"), arch)
+        if handover is not None:
+            flt = flt.with_listener()
         rlimit_spec = dict(_section(plan, "rlimits") or {"core": 0})
         rlimit_spec.setdefault("core", 0)
         processes = plan.get("processes")
@@ -277,7 +298,7 @@ def prepare(
         if ruleset is not None:
             ruleset.close()
         raise
-    return Prepared(ruleset, flt, rlimits, caps, env, notes)
+    return Prepared(ruleset, flt, rlimits, caps, env, notes, handover)
 
 
 def _prepare_landlock(

@@ -20,16 +20,24 @@ from cvg_kernel._record import Record
 from cvg_kernel.bpf import (
     AUDIT_ARCH_AARCH64,
     AUDIT_ARCH_X86_64,
+    JMP_JEQ_K,
+    JMP_JSET_K,
+    LD_W_ABS,
+    RET_K,
     SECCOMP_DATA_ARCH,
     SECCOMP_DATA_NR,
+    SECCOMP_RET_ACTION_FULL,
     SECCOMP_RET_ALLOW,
+    SECCOMP_RET_ERRNO,
     SECCOMP_RET_KILL_PROCESS,
+    SECCOMP_RET_USER_NOTIF,
     Assembler,
     BpfError,
     Instruction,
     arg_low,
     disassemble,
     ret_errno,
+    validate,
 )
 
 # typing only for the type checker: importing it costs every cold start.
@@ -49,6 +57,11 @@ AUDIT_ARCH = {"x86_64": AUDIT_ARCH_X86_64, "aarch64": AUDIT_ARCH_AARCH64}
 X32_SYSCALL_BIT = 0x40000000
 
 SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
+
+# Marks the shared ENOSYS verdict (clone3, x32, numbers newer than the table): an
+# answer that makes libc fall back, not a denial, so the notifying variant keeps it.
+ENOSYS_VERDICT = "ENOSYS: not a denial, libc falls back"
 
 # All CLONE_NEW* flags: NEWTIME 0x80, NEWNS 0x20000, NEWCGROUP, NEWUTS, NEWIPC,
 # NEWUSER, NEWPID, NEWNET (0x02000000..0x40000000).
@@ -427,7 +440,7 @@ def compile_spec(
     asm.label("kill")
     asm.ret(SECCOMP_RET_KILL_PROCESS)
     asm.label("enosys")
-    asm.ret(ret_errno(_errno.ENOSYS))
+    asm.ret(ret_errno(_errno.ENOSYS), comment=ENOSYS_VERDICT)
     asm.label("deny")
     asm.ret(deny_action, comment=f"deny ({deny_errno})")
     asm.label("eperm")
@@ -511,6 +524,53 @@ def build_program(
     ).program
 
 
+def notifying(
+    arch: str, program: Sequence[Instruction], comments: Sequence[str] = ()
+) -> list[Instruction]:
+    """``program`` with every ERRNO denial turned into SECCOMP_RET_USER_NOTIF.
+
+    ALLOW, KILL and the ENOSYS verdict (marked by its comment, :data:`ENOSYS_VERDICT`)
+    are left as they are. Installed with a listener, a denied call then waits for the
+    supervisor, which answers with the errno the original program would have given
+    (:mod:`cvg_kernel.notify`) and never lets the call run. The bpf assembler refuses
+    to emit USER_NOTIF on purpose, so the substitution is made on the finished program.
+
+    One check comes first: ``seccomp()`` asking for a listener of its own
+    (SECCOMP_FILTER_FLAG_NEW_LISTENER) gets EBUSY. The kernel gives that answer
+    itself while our listener is open, but once it is closed (the supervisor gone)
+    it would let the tool install a listener; a USER_NOTIF verdict of the newest
+    filter takes precedence, so the tool could then answer CONTINUE to a call ours
+    refused (measured on 6.18: ``personality`` ran). The plain program has no such
+    check because ERRNO always beats USER_NOTIF.
+    """
+    out: list[Instruction] = [
+        (LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
+        (JMP_JEQ_K, 0, 5, AUDIT_ARCH[arch]),  # foreign arch: the program below kills it
+        (LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+        (JMP_JEQ_K, 0, 3, table(arch)["seccomp"]),
+        (LD_W_ABS, 0, 0, arg_low(1)),  # seccomp(op, unsigned int flags, args)
+        (JMP_JSET_K, 0, 1, SECCOMP_FILTER_FLAG_NEW_LISTENER),
+        (RET_K, 0, 0, ret_errno(_errno.EBUSY)),
+    ]
+    for pc, insn in enumerate(program):
+        code, _, _, k = insn
+        comment = comments[pc] if pc < len(comments) else ""
+        if (
+            code == RET_K
+            and (k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO
+            and comment != ENOSYS_VERDICT
+        ):
+            out.append((RET_K, 0, 0, SECCOMP_RET_USER_NOTIF))
+        else:
+            out.append(insn)
+    validate(out)
+    return out
+
+
+NOTIFY_PREFIX_LEN = 7
+"""Instructions :func:`notifying` puts before the program (the listener check)."""
+
+
 class _SockFilter(ctypes.Structure):
     _fields_ = [
         ("code", ctypes.c_uint16),
@@ -529,20 +589,35 @@ class Filter:
 
     Build it in the parent (:meth:`build`), fork, and call :meth:`install` in the
     child: that makes one syscall with memory prepared here and allocates nothing.
+
+    :meth:`with_listener` gives the variant that reports denials to a supervisor:
+    ``instructions`` is what gets installed, ``errno_program`` the plain program
+    whose answers the supervisor gives back (the same tuple for a plain filter).
     """
 
-    def __init__(self, compiled: Compiled) -> None:
+    def __init__(self, compiled: Compiled, *, listener: bool = False) -> None:
         self.arch = compiled.arch
         self.skipped = compiled.skipped
+        self.listener = listener
         self._compiled = compiled
-        self.instructions: tuple[Instruction, ...] = tuple(compiled.program)
+        self.errno_program: tuple[Instruction, ...] = tuple(compiled.program)
+        self.instructions: tuple[Instruction, ...] = self.errno_program
+        self._comments = [c for _, c in compiled.annotated]
+        if listener:
+            self.instructions = tuple(notifying(self.arch, self.errno_program, self._comments))
+            self._comments = [
+                "notify mode: no listener for the tool",
+                *[""] * (NOTIFY_PREFIX_LEN - 2),
+                "seccomp(NEW_LISTENER): EBUSY",
+                *self._comments,
+            ]
         n = len(self.instructions)
         self._array = (_SockFilter * n)(*(_SockFilter(*insn) for insn in self.instructions))
         self._prog = _SockFprog(n, ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
         self._prog_ptr = ctypes.pointer(self._prog)
         # Passed as unsigned long so the variadic syscall() sees full registers.
         self._mode = ctypes.c_ulong(SECCOMP_SET_MODE_FILTER)
-        self._flags = ctypes.c_ulong(0)
+        self._flags = ctypes.c_ulong(SECCOMP_FILTER_FLAG_NEW_LISTENER if listener else 0)
         running = _libc.machine()
         self._nr: int | None = (
             _syscall_table.TABLES[running]["seccomp"] if running == self.arch else None
@@ -556,22 +631,29 @@ class Filter:
             raise SeccompError(f"unknown seccomp key(s): {', '.join(sorted(unknown))}")
         return cls(compile_spec(arch or _libc.machine(), **spec))
 
+    def with_listener(self) -> Filter:
+        """The same filter with its denials sent to a listener (:func:`notifying`)."""
+        return Filter(self._compiled, listener=True)
+
     def disassemble(self) -> str:
         """The program as text, syscall numbers named, each rule's purpose noted."""
         names = {nr: name for name, nr in table(self.arch).items()}
         return disassemble(
             self.instructions,
             syscall_names=names,
-            comments=[c for _, c in self._compiled.annotated],
+            comments=self._comments,
         )
 
-    def install(self) -> None:
+    def install(self) -> int:
         """Install the filter on the calling thread. Irrevocable: call it in the child.
 
         The caller must set no_new_privs first (``prctl(PR_SET_NO_NEW_PRIVS, 1)``);
         without it the kernel refuses (EACCES) unless the caller holds CAP_SYS_ADMIN.
-        Raises ``OSError`` with the kernel's errno if the kernel refuses.
+        Returns 0, or for a :meth:`with_listener` filter the listener descriptor
+        (close-on-exec). Raises ``OSError`` with the kernel's errno if the kernel
+        refuses; a listener is refused with EBUSY when a filter already installed on
+        this process has one.
         """
         if self._nr is None:
             raise SeccompError(f"this filter is for {self.arch}, not {_libc.machine()}")
-        _libc.syscall(self._nr, self._mode, self._flags, self._prog_ptr)
+        return _libc.syscall(self._nr, self._mode, self._flags, self._prog_ptr)

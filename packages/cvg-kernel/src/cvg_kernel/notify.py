@@ -1,0 +1,403 @@
+"""Seccomp denials reported through user notification: exact, cheap and fail-closed.
+
+strace cannot see the calls cvg's filter refuses: with ``--seccomp-bpf`` its TRACE
+loses to cvg's ERRNO, and tracing every call without it costs about twice the run
+time. Instead, the launcher can install the same program with every ERRNO denial
+replaced by SECCOMP_RET_USER_NOTIF (:meth:`cvg_kernel.seccomp.Filter.with_listener`)
+and hand the listener descriptor to the supervisor over an inherited AF_UNIX socket
+(:class:`Handover`, :func:`receive_listener`). The supervisor's :func:`serve` loop
+answers each notification with the errno the plain program gives for that very
+``seccomp_data`` (computed by :func:`cvg_kernel.bpf.evaluate`) and reports it.
+
+Why this never allows anything the plain filter refuses, measured on Linux 6.18:
+
+- The answer is always an error: SECCOMP_USER_NOTIF_FLAG_CONTINUE is never sent, and
+  a program answer that is not ERRNO (a mismatched program) is answered EPERM.
+- Nobody listening means ENOSYS: once the listener's last descriptor is closed (the
+  supervisor closed it or died), every notifying call fails with ENOSYS at once,
+  and a call already waiting for an answer is woken with ENOSYS. It never runs.
+- A supervisor that holds the listener but stops answering leaves the call waiting
+  (a hang, never an allow); a signal still interrupts or kills the waiting tool.
+- The tool cannot install a second listener under this one (the kernel answers
+  EBUSY), so no filter of its own can take the notification and continue the call.
+  A USER_NOTIF filter of its own without a listener only turns our answer into ENOSYS.
+- The listener must never reach the tool: whoever holds it could answer CONTINUE.
+  The launcher sends it and closes its copy and the socket before exec.
+
+User notification races on pointer arguments (the tool can change memory while it
+waits), which is why it is never a security boundary; here nothing is decided from
+memory, only from the registers in ``seccomp_data``, and the kernel only ever hears
+"fail with this errno", so the race buys the tool nothing.
+
+Standard library and ctypes only; struct sizes and ioctl numbers are from
+``linux/seccomp.h`` (checked against SECCOMP_GET_NOTIF_SIZES when serving starts).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+import os
+import select
+import socket
+import stat
+import struct
+import threading
+from collections.abc import Callable, Sequence
+
+from . import _libc, _syscall_table
+from ._record import Record
+from .bpf import (
+    RET_K,
+    SECCOMP_RET_ACTION_FULL,
+    SECCOMP_RET_DATA,
+    SECCOMP_RET_ERRNO,
+    SECCOMP_RET_USER_NOTIF,
+    Instruction,
+    evaluate,
+    validate,
+)
+from .seccomp import AUDIT_ARCH
+
+# include/uapi/linux/seccomp.h
+SECCOMP_GET_NOTIF_SIZES = 3
+SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1  # never sent from here; named to say so
+
+
+def _iowr(nr: int, size: int) -> int:
+    # _IOWR(SECCOMP_IOC_MAGIC '!', nr, size): direction 3 (read|write) in bits 30-31.
+    return (3 << 30) | (size << 16) | (ord("!") << 8) | nr
+
+
+def _iow(nr: int, size: int) -> int:
+    return (1 << 30) | (size << 16) | (ord("!") << 8) | nr
+
+
+class SeccompData(ctypes.Structure):
+    _fields_ = [
+        ("nr", ctypes.c_int32),
+        ("arch", ctypes.c_uint32),
+        ("instruction_pointer", ctypes.c_uint64),
+        ("args", ctypes.c_uint64 * 6),
+    ]
+
+
+class SeccompNotif(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("data", SeccompData),
+    ]
+
+
+class SeccompNotifResp(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("val", ctypes.c_int64),
+        ("error", ctypes.c_int32),
+        ("flags", ctypes.c_uint32),
+    ]
+
+
+class _NotifSizes(ctypes.Structure):
+    _fields_ = [
+        ("seccomp_notif", ctypes.c_uint16),
+        ("seccomp_notif_resp", ctypes.c_uint16),
+        ("seccomp_data", ctypes.c_uint16),
+    ]
+
+
+# 0xc0502100, 0xc0182101, 0x40082102 (compiled against linux/seccomp.h here).
+SECCOMP_IOCTL_NOTIF_RECV = _iowr(0, ctypes.sizeof(SeccompNotif))
+SECCOMP_IOCTL_NOTIF_SEND = _iowr(1, ctypes.sizeof(SeccompNotifResp))
+SECCOMP_IOCTL_NOTIF_ID_VALID = _iow(2, ctypes.sizeof(ctypes.c_uint64))
+
+# What /proc/self/fd/N reads for a listener: how a received descriptor is checked.
+LISTENER_LINK = "anon_inode:seccomp notify"
+
+_ioctl = _libc.libc.ioctl
+_ioctl.restype = ctypes.c_int
+_ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+
+_HANDOVER_BYTE = b"L"
+
+
+class NotifyError(RuntimeError):
+    """The listener could not be handed over, received, or served."""
+
+
+class NotifiedCall(Record):
+    """One refused call, as the supervisor answered it."""
+
+    pid: int  # the calling thread's id, in the supervisor's pid namespace
+    nr: int
+    name: str  # from the syscall table; "syscall_N" for a number it lacks
+    args: tuple[int, ...]  # all six registers, unsigned 64-bit
+    errno: str  # the errno name the call got, e.g. "EPERM"
+    arch: str
+
+
+class Served(Record):
+    """What a :func:`serve` loop did, once it ended."""
+
+    answered: int  # denials answered and reported
+    abandoned: int  # notifications whose caller was gone (signal) before the answer
+    ended: str  # "hangup": no filtered process is left; "stopped": asked to stop
+
+
+class Handover:
+    """The launcher's half: send the listener down an inherited socket, then close both.
+
+    Made before confinement (:func:`cvg_kernel.plan.prepare`), so that sending
+    imports and opens nothing: after Landlock, the interpreter's own library may
+    no longer be readable.
+    """
+
+    def __init__(self, sock_fd: int) -> None:
+        mode = os.fstat(sock_fd).st_mode
+        if not stat.S_ISSOCK(mode):
+            raise OSError(_errno.ENOTSOCK, f"descriptor {sock_fd} is not a socket")
+        self.sock_fd = sock_fd
+
+    def send(self, listener_fd: int) -> None:
+        """Send ``listener_fd`` and close it and the socket, even when sending fails."""
+        try:
+            sock = socket.socket(fileno=self.sock_fd)
+            try:
+                # sendmsg, not socket.send_fds: that one imports array on first use.
+                sock.sendmsg(
+                    [_HANDOVER_BYTE],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener_fd))],
+                )
+            finally:
+                sock.close()
+        finally:
+            os.close(listener_fd)
+
+
+def receive_listener(sock_fd: int, timeout: float | None = None) -> int:
+    """The supervisor's half: receive the listener the launcher sent on ``sock_fd``.
+
+    Returns the listener descriptor (close-on-exec). Raises :class:`NotifyError`
+    if the other end closed without sending one (the launcher failed before
+    confining; close your own copy of its end first, or this waits for ever),
+    if ``timeout`` seconds pass, or if what arrived is not a seccomp listener.
+    """
+    if timeout is not None:
+        ready, _, _ = select.select([sock_fd], [], [], timeout)
+        if not ready:
+            raise NotifyError(f"no seccomp listener arrived within {timeout:g}s")
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        msg, ancdata, flags, _ = sock.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("i") * 4))
+    finally:
+        sock.detach()  # the caller owns sock_fd
+    fds: list[int] = []
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds.extend(struct.unpack(f"{usable // 4}i", data[:usable]))
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    if msg != _HANDOVER_BYTE or len(fds) != 1 or flags & socket.MSG_CTRUNC:
+        for fd in fds:
+            os.close(fd)
+        if not msg:
+            raise NotifyError("the launcher closed the socket without sending a seccomp listener")
+        raise NotifyError(f"expected one seccomp listener, got {len(fds)} descriptor(s)")
+    listener = fds[0]
+    try:
+        link = os.readlink(f"/proc/self/fd/{listener}")
+    except OSError as e:
+        link = f"unreadable ({e.strerror})"
+    if link != LISTENER_LINK:
+        os.close(listener)
+        raise NotifyError(f"the descriptor received is {link}, not a seccomp listener")
+    return listener
+
+
+def kernel_sizes() -> tuple[int, int, int]:
+    """``(seccomp_notif, seccomp_notif_resp, seccomp_data)`` as the running kernel has them."""
+    sizes = _NotifSizes()
+    nr = _syscall_table.TABLES[_libc.machine()]["seccomp"]
+    _libc.syscall(
+        nr, ctypes.c_ulong(SECCOMP_GET_NOTIF_SIZES), ctypes.c_ulong(0), ctypes.byref(sizes)
+    )
+    return sizes.seccomp_notif, sizes.seccomp_notif_resp, sizes.seccomp_data
+
+
+def answer(program: Sequence[Instruction], data: SeccompData) -> int:
+    """The errno the plain ``program`` gives this call; EPERM if it would not refuse it.
+
+    Never 0: a reply with error 0 would make the call "succeed" without running.
+    """
+    action = evaluate(program, data.nr, data.arch, tuple(data.args), data.instruction_pointer)
+    err = action & SECCOMP_RET_DATA
+    if (action & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_ERRNO or err == 0:
+        return _errno.EPERM
+    return err
+
+
+def serve(
+    listener_fd: int,
+    program: Sequence[Instruction],
+    arch: str,
+    on_denial: Callable[[NotifiedCall], object],
+    *,
+    stop_fd: int | None = None,
+) -> Served:
+    """Answer every notification on ``listener_fd`` until no filtered process is left.
+
+    ``program`` is the plain ERRNO program (``Filter.errno_program``) for ``arch``;
+    each call is answered with the errno it gives (see :func:`answer`), then
+    ``on_denial`` is called with the :class:`NotifiedCall`. The loop ends on
+    POLLHUP (the last process under the filter is gone) or when ``stop_fd``
+    becomes readable. It takes ownership of ``listener_fd`` and closes it on the
+    way out, whatever the reason, so a tool that outlives the loop gets ENOSYS
+    for its denied calls instead of waiting for an answer. An exception from
+    ``on_denial`` or the kernel ends the loop the same way and propagates.
+
+    A tool cannot hang this loop: it is woken only for notifications that are
+    there to take, answering never blocks, and a stop request is seen between any
+    two answers.
+    """
+    try:
+        return _serve(listener_fd, program, arch, on_denial, stop_fd)
+    finally:
+        os.close(listener_fd)
+
+
+def _serve(
+    listener_fd: int,
+    program: Sequence[Instruction],
+    arch: str,
+    on_denial: Callable[[NotifiedCall], object],
+    stop_fd: int | None,
+) -> Served:
+    validate(program)
+    if any(insn[0] == RET_K and insn[3] == SECCOMP_RET_USER_NOTIF for insn in program):
+        raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
+    if arch not in AUDIT_ARCH:
+        raise NotifyError(f"unsupported architecture {arch!r}")
+    ours = (
+        ctypes.sizeof(SeccompNotif),
+        ctypes.sizeof(SeccompNotifResp),
+        ctypes.sizeof(SeccompData),
+    )
+    theirs = kernel_sizes()
+    if theirs != ours:
+        # Larger structs would come with new ioctl numbers; refuse rather than guess.
+        raise NotifyError(f"kernel's seccomp_unotify structs are {theirs} bytes, expected {ours}")
+    names = {nr: name for name, nr in _syscall_table.TABLES[arch].items()}
+    program = tuple(program)
+    notif = SeccompNotif()
+    resp = SeccompNotifResp()
+    notif_ptr = ctypes.addressof(notif)
+    resp_ptr = ctypes.addressof(resp)
+    size = ctypes.sizeof(notif)
+    poller = select.poll()
+    poller.register(listener_fd, select.POLLIN)
+    if stop_fd is not None:
+        poller.register(stop_fd, select.POLLIN)
+    answered = abandoned = 0
+    while True:
+        events = dict(poller.poll())
+        if stop_fd is not None and stop_fd in events:
+            return Served(answered, abandoned, "stopped")
+        revents = events.get(listener_fd, 0)
+        if revents & select.POLLIN:
+            # RECV refuses a buffer that is not all zeroes (EINVAL).
+            ctypes.memset(notif_ptr, 0, size)
+            if _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, notif_ptr) < 0:
+                err = ctypes.get_errno()
+                # ENOENT: the caller was interrupted between poll and receive.
+                if err in (_errno.ENOENT, _errno.EINTR):
+                    continue
+                raise OSError(err, f"SECCOMP_IOCTL_NOTIF_RECV: {os.strerror(err)}")
+            err_answer = answer(program, notif.data)
+            resp.id = notif.id
+            resp.val = 0
+            resp.error = -err_answer
+            resp.flags = 0  # never SECCOMP_USER_NOTIF_FLAG_CONTINUE
+            if _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, resp_ptr) < 0:
+                err = ctypes.get_errno()
+                if err == _errno.ENOENT:  # the caller was interrupted or killed meanwhile
+                    abandoned += 1
+                    continue
+                raise OSError(err, f"SECCOMP_IOCTL_NOTIF_SEND: {os.strerror(err)}")
+            answered += 1
+            nr = notif.data.nr
+            on_denial(
+                NotifiedCall(
+                    notif.pid,
+                    nr,
+                    names.get(nr, f"syscall_{nr}"),
+                    tuple(notif.data.args),
+                    _errno.errorcode.get(err_answer, str(err_answer)),
+                    arch,
+                )
+            )
+        elif revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+            return Served(answered, abandoned, "hangup")
+
+
+class Serving:
+    """:func:`serve` in a daemon thread: ``stop()`` ends it, ``join()`` returns its result.
+
+    ``join`` re-raises what ended the loop, if anything did (an exception from the
+    callback included), so a failure in reporting is never silent.
+    """
+
+    def __init__(
+        self,
+        listener_fd: int,
+        program: Sequence[Instruction],
+        arch: str,
+        on_denial: Callable[[NotifiedCall], object],
+    ) -> None:
+        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
+        self._result: Served | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(listener_fd, tuple(program), arch, on_denial),
+            name="cvg-seccomp-notify",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        listener_fd: int,
+        program: Sequence[Instruction],
+        arch: str,
+        on_denial: Callable[[NotifiedCall], object],
+    ) -> None:
+        try:
+            self._result = serve(listener_fd, program, arch, on_denial, stop_fd=self._stop_r)
+        except BaseException as e:
+            self._error = e
+
+    def stop(self) -> None:
+        """Ask the loop to end; it closes the listener (later denials get ENOSYS)."""
+        try:
+            os.write(self._stop_w, b"x")
+        except OSError:
+            pass  # already closed by join
+
+    def join(self, timeout: float | None = None) -> Served:
+        """Wait for the loop to end (after POLLHUP or :meth:`stop`); its result."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the seccomp notification loop is still running")
+        for fd in (self._stop_r, self._stop_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._stop_r = self._stop_w = -1
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
