@@ -1,3 +1,6 @@
-"""cvg-generate: Write a least-privilege cvg policy from observations, every rule citing the events behind it."""
+"""cvg-generate: write a least-privilege cvg policy from observations.
+
+Every rule cites the observed events that justify it.
+"""
 
 __version__ = "0.1.0"

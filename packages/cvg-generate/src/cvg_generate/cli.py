@@ -1,15 +1,206 @@
-"""``cvg-generate`` command line (being built)."""
+"""The ``cvg-generate`` command.
+
+``main(argv)`` runs the command line and returns the exit status, so tests call it
+directly; ``run()`` is the console script.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Final
+
+import click
+
+from cvg_schema.io import dumps, write_atomic
+
+from . import __version__
+from .generate import DEFAULT_HEADROOM, Generated, Source, generate
+from .load import InputError, read_observations
+
+__all__ = ["EXIT_GAPS", "EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "main", "run"]
+
+PROG: Final = "cvg-generate"
+EXIT_OK: Final = 0
+EXIT_INPUT: Final = 1
+EXIT_GAPS: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _err(line: str) -> None:
+    click.echo(" ".join(line.split()), err=True)
+
+
+_EPILOG = """\b
+Pipelines:
+  cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
+  cvg-generate a.json b.json | cvg-validate > p.yaml      two inputs, one policy
+  cat a.json b.json | cvg-generate -o policy.json          several documents on stdin
+  cvg-generate obs.json --verify -- python3 tool.py other-input.txt
+
+\b
+What becomes a rule (each with the events behind it as its reasons):
+  a file read                  filesystem.read on that file
+  a directory listed           filesystem.read on the directory
+  8+ files read in one dir     filesystem.read on the directory
+  a file written               filesystem.write on that file
+  a name created or removed    filesystem.write on its directory
+  anything in the working dir  one rule on ${CWD} (the tool's workspace)
+  a program run                filesystem.execute on it, its ELF interpreter, its #! chain
+  python, node, glibc          their runtime baseline (stdlib, locale, zoneinfo, gconv)
+  a TCP connect or bind        network.tcp_connect / tcp_bind on the port
+  a probe that got ENOENT      nothing: Landlock keeps it ENOENT
+Never granted: a secret (~/.ssh, .env, *.pem, ...) or a decoy, whatever the tool
+did; what the learning sandbox denied (unless --grant-denied); write on /, /usr,
+/etc, ${HOME} or another top-level tree as a whole. What was left out is listed on
+stderr, one "note:" line each.
+
+\b
+Exit status:
+  0  the policy was written (with --verify: and the command ran with no denial)
+  1  an observation is not valid (one line: FILE: $.json.path: problem), or
+     --verify found gaps (each denial and its smallest fix on stderr)
+  2  usage error
+"""
+
+
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=_EPILOG,
+)
+@click.version_option(__version__, "--version", prog_name=PROG, message="%(prog)s %(version)s")
+@click.argument("observations", nargs=-1, metavar="[OBS|-]...")
+@click.option(
+    "--grant-denied",
+    is_flag=True,
+    help="Also grant what the learning sandbox denied (never a secret or a decoy).",
+)
+@click.option(
+    "--headroom",
+    type=click.FloatRange(min=1.0, max=100.0),
+    default=DEFAULT_HEADROOM,
+    show_default=True,
+    metavar="FACTOR",
+    help="Multiply the measured run time and process count by FACTOR for the resources.",
+)
+@click.option(
+    "-o",
+    "--out",
+    metavar="FILE",
+    default=None,
+    help="Write the policy to FILE (atomically) instead of stdout.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No note lines for what was left out.")
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="After generating, run -- CMD under the policy with cvg-run --trace and report "
+    "each denial (a gap) with its smallest fix. The command's stdout goes to stderr.",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    observations: tuple[str, ...],
+    grant_denied: bool,
+    headroom: float,
+    out: str | None,
+    quiet: bool,
+    verify: bool,
+) -> int:
+    """Write the smallest cvg policy that lets a tool do what it was observed doing.
+
+    Reads one or more cvg.observation messages (from cvg-observe or cvg-import) from
+    files, or from stdin when OBS is - or none is given; stdin may carry several
+    documents one after another. Several observations (several inputs of the same
+    tool) give one policy, their union, with every rule citing its events in each.
+
+    The policy is a cvg.policy message (JSON) on stdout: pipe it into cvg-validate
+    for reviewable YAML with each rule's reasons as comments above it. Paths under the
+    working directory, the scratch directory and the home become ${CWD}, ${SCRATCH}
+    and ${HOME}, so the policy works for another input in another directory.
+    """
+    command: list[str] = (ctx.obj or {}).get("command", [])
+    if verify and not command:
+        raise click.UsageError("--verify needs a command: --verify -- CMD [ARG...]")
+    if command and not verify:
+        raise click.UsageError("a command after -- is only used with --verify")
+    try:
+        loaded = read_observations(list(observations))
+    except InputError as e:
+        _err(f"{PROG}: {e}")
+        return EXIT_INPUT
+    several = len(loaded) > 1
+    result = generate(
+        [Source(item.obs, item.name if several else None) for item in loaded],
+        grant_denied=grant_denied,
+        headroom=headroom,
+    )
+    if not quiet:
+        for note in result.notes:
+            _err(f"{PROG}: note: {note}")
+    _write(result, out)
+    if verify:
+        from .verify import verify_policy
+
+        return int(verify_policy(result.policy, command))
+    return EXIT_OK
+
+
+def _write(result: Generated, out: str | None) -> None:
+    data = dumps(result.policy, pretty=True)
+    if out is None or out == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        write_atomic(out, data)
+    except OSError as e:
+        _err(f"{PROG}: {out}: cannot write: {e.strerror or e}")
+        raise _Exit(EXIT_USAGE) from None
+
+
+def _split(args: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments of cvg-generate, and the command after ``--`` (for --verify)."""
+    if "--" in args:
+        i = args.index("--")
+        return args[:i], args[i + 1 :]
+    return args, []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    sys.stderr.write("cvg-generate: not built yet\n")
-    return 2
+    """Run ``cvg-generate`` with ``argv`` (default: ``sys.argv[1:]``); return the status."""
+    args, command = _split(list(sys.argv[1:] if argv is None else argv))
+    try:
+        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False, obj={"command": command})
+    except _Exit as e:
+        return e.status
+    except click.UsageError as e:
+        _err(f"{PROG}: {e.format_message()} (see '{PROG} --help')")
+        return EXIT_USAGE
+    except click.ClickException as e:
+        _err(f"{PROG}: {e.format_message()}")
+        return EXIT_USAGE
+    except click.Abort:
+        _err(f"{PROG}: aborted")
+        return EXIT_INPUT
+    except BrokenPipeError:
+        raise
+    except KeyboardInterrupt:
+        _err(f"{PROG}: interrupted")
+        return 130
+    except Exception as e:  # our own bug: still one line, no traceback
+        _err(f"{PROG}: internal error: {type(e).__name__}: {e}")
+        return EXIT_INPUT
+    return rv if isinstance(rv, int) else EXIT_OK
 
 
 def run() -> None:
+    """The console script: ``sys.exit(main())``."""
     sys.exit(main())

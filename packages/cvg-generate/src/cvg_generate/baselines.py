@@ -1,0 +1,110 @@
+"""Runtime baselines: what an interpreter or the C library may read on any input.
+
+One trace under-approximates a runtime. A different input imports another module,
+formats a date in another time zone, or runs on a host whose glibc reads
+``gconv-modules.d`` instead of ``gconv-modules.cache`` or ``C.utf8`` instead of
+``C.UTF-8``. A profile that lets the runtime start on every input is a union over those
+versions, so each baseline lists every path any of them reads; the ones that exist here
+are granted (read only), each citing the event that showed the runtime was used.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from cvg_schema import Event, Observation
+
+__all__ = ["Baseline", "baselines"]
+
+GLIBC: Final = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.preload",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/usr/share/zoneinfo",
+    "/usr/lib/locale",
+    "/usr/share/locale/locale.alias",
+    "/usr/lib/x86_64-linux-gnu/gconv",
+    "/usr/lib/aarch64-linux-gnu/gconv",
+    "/usr/lib64/gconv",
+    "/usr/lib/gconv",
+)
+"""What glibc's loader and locale code read, across versions: the loader cache and
+config, time zone data, the locale archive or per-locale directories, iconv modules,
+and the name-service files getpwuid() reads (no secrets: those are in /etc/shadow)."""
+
+NODE: Final = ("/usr/share/nodejs", "/usr/lib/node_modules", "/usr/share/node_modules")
+"""Where Debian and upstream Node keep their bundled modules."""
+
+_PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
+_NODE_RE: Final = re.compile(r"^(node|nodejs)$")
+_SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A read grant the runtime needs, the event that showed the runtime, and why."""
+
+    path: str
+    event: Event
+    why: str
+
+
+def _names(obs: Observation) -> Iterable[tuple[str, Event | None, str | None]]:
+    for exe in obs.executables:
+        event = None
+        if exe.event_id is not None:
+            try:
+                event = obs.event(exe.event_id)
+            except KeyError:
+                event = None
+        for path in [exe.path, *exe.shebang]:
+            yield posixpath.basename(os.path.realpath(path)), event, exe.interpreter
+
+
+def baselines(obs: Observation) -> list[Baseline]:
+    """The baseline read grants this observation's executables call for (existing
+    here), each once."""
+    out: dict[str, Baseline] = {}
+
+    def add(path: str, event: Event, why: str) -> None:
+        if path not in out and os.path.exists(path):
+            out[path] = Baseline(path, event, why)
+
+    for name, event, interp in _names(obs):
+        if event is None:
+            continue
+        loader = posixpath.basename(interp) if interp is not None else ""
+        if loader.startswith(("ld-linux", "ld-musl")):
+            for path in GLIBC:
+                add(path, event, f"C library baseline: {name} is dynamically linked")
+        if _PYTHON_RE.match(name):
+            for path in _python_stdlib(obs):
+                add(path, event, f"python baseline: {name}'s standard library")
+        elif _NODE_RE.match(name):
+            for path in NODE:
+                add(path, event, f"node baseline: {name}'s bundled modules")
+        elif name in _SHELLS:
+            pass  # a shell reads nothing of its own beyond the C library
+    return list(out.values())
+
+
+def _python_stdlib(obs: Observation) -> list[str]:
+    """The standard library directories this python used: where it found ``os.py``
+    (its landmark), with lib-dynload beneath it."""
+    found = []
+    for e in obs.events:
+        if e.result == "ok" and e.path and posixpath.basename(e.path) in ("os.py", "os.pyc"):
+            d = os.path.realpath(posixpath.dirname(e.path))
+            if d not in found:
+                found.append(d)
+    return found

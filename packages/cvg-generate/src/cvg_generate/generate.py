@@ -1,0 +1,646 @@
+"""From observations to the smallest policy that lets the tool do what it did.
+
+Each event becomes the grant Landlock needs for it, on the resolved path, in policy
+form (``${CWD}``, ``${SCRATCH}``, ``${HOME}``):
+
+- a file read: ``read`` on that file; a directory listed: ``read`` on the directory
+  (Landlock cannot grant listing without the files beneath, and interpreters need the
+  listing: Python's import system finds no module in a directory it cannot list);
+- a file opened for writing: ``write`` on that file; a name created, removed, renamed
+  or linked: ``write`` on its directory (Landlock checks those on the parent), or on
+  the directory above a chain of directories the tool made itself;
+- an execution: ``execute`` on the file, its ELF interpreter and its ``#!`` chain;
+- a TCP connect or bind: the port, also when the peer refused it (an unlisted port
+  fails with EACCES, and a client that falls back on ECONNREFUSED would not);
+- a failed look-up (ENOENT): nothing. Measured on Linux 6.18 (tests/test_enoent.py):
+  Landlock checks after the path walk, so every ENOENT probe stays ENOENT with no
+  grant at all.
+
+Then rules are made fewer, each change explained in its reasons: what the tool did in
+its working directory becomes one rule on ``${CWD}`` (its workspace: other inputs
+use other names there), and eight or more files read directly in one directory become
+a rule on the directory. No rule ever covers a directory of BROAD (``/``, ``/usr``,
+``/etc``, ``${HOME}``, ...) as a whole; secrets and decoys are never granted; events
+the learning sandbox denied are granted only with ``grant_denied``.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cvg_kernel.seccomp import DEFAULT_DENY
+from cvg_policy.secrets import secret_paths, secret_reason
+from cvg_schema import Event, Observation, Policy
+from cvg_schema.policy import Reason
+
+from .baselines import baselines
+from .paths import PathContext, is_broad, is_per_process, parent, within
+
+__all__ = ["DEFAULT_HEADROOM", "Generated", "Source", "generate"]
+
+SIBLINGS: Final = 8
+"""Files read directly in one directory before the directory itself is granted."""
+
+MAX_REASONS: Final = 4
+"""Events cited per rule and observation (the last one counts the rest)."""
+
+DEFAULT_HEADROOM: Final = 4.0
+
+_CONNECT_OUTCOMES: Final = frozenset(
+    {"ok", "ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET", "EALREADY"}
+)
+_BIND_OUTCOMES: Final = frozenset({"ok", "EADDRINUSE"})
+_PATH_ENV: Final = ("/usr/local/bin", "/usr/bin", "/bin")
+_PASS_ENV: Final = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
+
+
+@dataclass
+class Source:
+    """One observation and the name its reasons cite (None when it is the only one)."""
+
+    obs: Observation
+    name: str | None = None
+
+
+@dataclass
+class _Rule:
+    reasons: list[Reason] = field(default_factory=list)
+    counts: dict[str | None, int] = field(default_factory=dict)
+    why: str | None = None  # how the rule was widened, said in its first reason
+
+    def cite(self, event: Event, summary: str, name: str | None) -> None:
+        n = self.counts.get(name, 0)
+        self.counts[name] = n + 1
+        if n < MAX_REASONS:
+            self.reasons.append(Reason(event_id=event.id, summary=summary, observation=name))
+
+    def absorb(self, other: _Rule) -> None:
+        for r in other.reasons:
+            n = self.counts.get(r.observation, 0)
+            if n < MAX_REASONS:
+                self.reasons.append(r)
+            self.counts[r.observation] = n + 1
+        for name, n in other.counts.items():
+            shown = sum(1 for r in other.reasons if r.observation == name)
+            self.counts[name] = self.counts.get(name, 0) + n - shown
+
+    def final(self) -> list[Reason]:
+        out: list[Reason] = []
+        for i, r in enumerate(self.reasons):
+            summary = r.summary
+            if i == 0 and self.why:
+                summary = f"{self.why}; e.g. {summary}"
+            last_of_obs = all(o.observation != r.observation for o in self.reasons[i + 1 :])
+            more = self.counts.get(r.observation, 0) - sum(
+                1 for o in self.reasons if o.observation == r.observation
+            )
+            if last_of_obs and more > 0:
+                summary = f"{summary} (and {more} more events)"
+            out.append(
+                Reason(event_id=r.event_id, summary=summary[:1000], observation=r.observation)
+            )
+        return out
+
+
+@dataclass
+class Generated:
+    """The policy, and what was left out (one line each, for stderr)."""
+
+    policy: Policy
+    notes: list[str]
+
+
+def _summary(e: Event, path: str | None = None) -> str:
+    what = path if path is not None else e.path
+    text = f"{e.syscall} {what}" if what else e.syscall
+    extra: list[str] = []
+    if e.port is not None:
+        host = f"{e.address}:{e.port}" if e.address else f"port {e.port}"
+        text = f"{e.syscall} {host}"
+    if e.op not in ("execute",) and e.op != e.syscall:
+        extra.append(e.op)
+    if e.result != "ok":
+        extra.append(f"{e.result}")
+    if e.denied_while_learning:
+        extra.append(f"denied while learning by {e.denied_by or 'the sandbox'}")
+    return f"{text} ({', '.join(extra)})" if extra else text
+
+
+def _is_decoy(e: Event) -> str | None:
+    src = e.source or {}
+    for key in ("decoy", "secret", "canary"):
+        value = src.get(key)
+        if value:
+            return f"marked {key} by its source"
+    return None
+
+
+class _Builder:
+    def __init__(self, grant_denied: bool, headroom: float) -> None:
+        self.grant_denied = grant_denied
+        self.headroom = headroom
+        self.fs: dict[str, dict[str, _Rule]] = {"read": {}, "write": {}, "execute": {}}
+        self.deny: dict[str, _Rule] = {}
+        self.connect: dict[int, _Rule] = {}
+        self.bind: dict[int, _Rule] = {}
+        self.switches: dict[str, _Rule] = {}  # network.udp, network.unix, ipc.signal_outside
+        self.syscalls: dict[str, _Rule] = {}
+        self.env_set: dict[str, tuple[str, _Rule]] = {}
+        self.env_pass: dict[str, _Rule] = {}
+        self.resources: dict[str, tuple[int, _Rule]] = {}
+        self.notes: list[str] = []
+        self._noted: set[str] = set()
+        self.path_dirs: list[str] = []
+
+    def note(self, text: str) -> None:
+        if text not in self._noted:
+            self._noted.add(text)
+            self.notes.append(text)
+
+    def rule(self, table: dict[Any, _Rule], key: Any) -> _Rule:
+        r = table.get(key)
+        if r is None:
+            r = table[key] = _Rule()
+        return r
+
+    # ------------------------------------------------------------ one observation
+
+    def add(self, src: Source) -> None:
+        obs = src.obs
+        name = src.name
+        ctx = PathContext(obs)
+        ctx.learn(e.path for e in obs.events if e.path and e.result == "ok")
+        for e in obs.events:
+            if e.op == "create" and e.result == "ok" and e.path and e.syscall.startswith("mkdir"):
+                ctx.created_dirs.add(posixpath.normpath(e.path))
+        cwd_var_ok = (
+            obs.cwd is not None
+            and not is_broad(ctx.to_policy(obs.cwd))
+            and not (obs.home and posixpath.normpath(obs.cwd) == posixpath.normpath(obs.home))
+        )
+        if obs.cwd is not None and not cwd_var_ok:
+            self.note(
+                f"the working directory {obs.cwd} is a broad directory: its files are "
+                "granted one by one instead of as a workspace"
+            )
+        pids = {e.pid for e in obs.events if e.pid is not None}
+        reads: dict[str, list[tuple[Event, str]]] = {}
+        for e in obs.events:
+            if e.denied_while_learning and not self.grant_denied:
+                self.note(
+                    f"not granted: {_summary(e)} [{e.id}]: denied while learning "
+                    "(--grant-denied grants it)"
+                )
+                continue
+            decoy = _is_decoy(e)
+            if decoy is not None:
+                self.note(f"not granted: {_summary(e)} [{e.id}]: {decoy}")
+                continue
+            if e.path is not None and e.op in (
+                "read",
+                "write",
+                "create",
+                "remove",
+                "rename",
+                "link",
+                "execute",
+            ):
+                secret = secret_reason(e.path, obs.home) or (
+                    secret_reason(e.path2, obs.home) if e.path2 else None
+                )
+                if secret is not None:
+                    if e.result == "ok" or e.denied_while_learning:
+                        self.note(f"never granted: {_summary(e)} [{e.id}]: {secret}")
+                    continue
+            self._event(e, ctx, name, pids, reads, cwd_var_ok)
+        self._reads(reads, ctx, name, cwd_var_ok)
+        self._executables(obs, ctx, name)
+        for b in baselines(obs):
+            self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
+                b.event, f"{b.why} ({_summary(b.event)})", name
+            )
+        self._environment(obs, ctx, name)
+        self._resources(obs, name)
+        self._denies(obs, ctx, name)
+
+    def _event(
+        self,
+        e: Event,
+        ctx: PathContext,
+        name: str | None,
+        pids: set[int],
+        reads: dict[str, list[tuple[Event, str]]],
+        cwd_ok: bool,
+    ) -> None:
+        ok = e.result == "ok" or e.denied_while_learning
+        op = e.op
+        if op in ("connect", "send", "bind", "socket"):
+            self._network(e, name)
+            return
+        if op == "signal":
+            target = e.target_pid
+            if ok and target is not None and target > 0 and target not in pids:
+                self.rule(self.switches, "ipc.signal_outside").cite(
+                    e, f"{_summary(e)}: pid {target} is not one of the tool's", name
+                )
+            return
+        if op == "other":
+            if e.denied_while_learning and e.syscall in DEFAULT_DENY:
+                self.rule(self.syscalls, e.syscall).cite(e, _summary(e), name)
+            return
+        if not ok or e.path is None or not e.path.startswith("/"):
+            return
+        if is_per_process(e.path) and op != "execute":
+            self.note(
+                f"not granted: {_summary(e)} [{e.id}]: /proc/<pid> is a new inode per "
+                "process, so no rule made before the run can name the tool's own"
+            )
+            return
+        if op == "read":
+            # The name as opened (its directory resolved): a library's SONAME link
+            # outlives the versioned file it points at today.
+            concrete = ctx.resolve(e.path, follow=False)
+            reads.setdefault(concrete, []).append((e, concrete))
+        elif op == "write":
+            self._write_file(e, ctx.resolve(e.path, follow=False), ctx, name, cwd_ok)
+        elif op == "create":
+            concrete = ctx.resolve(e.path, follow=False)
+            if _existing_special(concrete):
+                # `> /dev/null` opens with O_CREAT: the device exists, nothing is made.
+                self._write_file(e, ctx.resolve(e.path, follow=False), ctx, name, cwd_ok)
+            else:
+                self._write_parent(e, concrete, ctx, name, cwd_ok)
+        elif op in ("remove", "rename", "link"):
+            for p in (e.path, e.path2):
+                if p is not None and p.startswith("/"):
+                    self._write_parent(e, ctx.resolve(p, follow=False), ctx, name, cwd_ok)
+        # stat, chdir, execute (handled from the executables): no Landlock right needed
+
+    def _workspace(self, concrete: str, ctx: PathContext, cwd_ok: bool) -> bool:
+        return cwd_ok and within(ctx.to_policy(concrete), "${CWD}")
+
+    def _write_file(
+        self, e: Event, concrete: str, ctx: PathContext, name: str | None, cwd_ok: bool
+    ) -> None:
+        if self._workspace(concrete, ctx, cwd_ok):
+            self._cwd_write(e, name)
+            return
+        target = ctx.to_policy(concrete)
+        if within(target, "${SCRATCH}"):
+            target = "${SCRATCH}"
+        if is_broad(target):
+            self.note(f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole")
+            return
+        self.rule(self.fs["write"], target).cite(e, _summary(e), name)
+
+    def _write_parent(
+        self, e: Event, concrete: str, ctx: PathContext, name: str | None, cwd_ok: bool
+    ) -> None:
+        if self._workspace(concrete, ctx, cwd_ok) and ctx.to_policy(concrete) != "${CWD}":
+            self._cwd_write(e, name)
+            return
+        d = parent(concrete)
+        while d in ctx.created_dirs and parent(d) != d:
+            d = parent(d)
+        target = ctx.to_policy(d)
+        if within(target, "${SCRATCH}"):
+            target = "${SCRATCH}"
+        if is_broad(target):
+            self.note(
+                f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
+                "whole, which is never granted"
+            )
+            return
+        self.rule(self.fs["write"], target).cite(e, _summary(e), name)
+
+    def _cwd_write(self, e: Event, name: str | None) -> None:
+        r = self.rule(self.fs["write"], "${CWD}")
+        r.why = "the working directory is the tool's workspace: everything it wrote there"
+        r.cite(e, _summary(e), name)
+
+    def _reads(
+        self,
+        reads: dict[str, list[tuple[Event, str]]],
+        ctx: PathContext,
+        name: str | None,
+        cwd_ok: bool,
+    ) -> None:
+        files: dict[str, list[str]] = {}
+        for concrete, events in reads.items():
+            target = ctx.to_policy(concrete)
+            e = events[0][0]
+            if cwd_ok and within(target, "${CWD}"):
+                r = self.rule(self.fs["read"], "${CWD}")
+                r.why = "the working directory is the tool's workspace: everything it read there"
+                for ev, _ in events:
+                    r.cite(ev, _summary(ev), name)
+                continue
+            if within(target, "${SCRATCH}"):
+                r = self.rule(self.fs["write"], "${SCRATCH}")
+                for ev, _ in events:
+                    r.cite(ev, _summary(ev), name)
+                continue
+            if ctx.is_dir(concrete):
+                if is_broad(target):
+                    self.note(
+                        f"not granted: {_summary(e)} [{e.id}]: listing {target} would need "
+                        "read on all of it"
+                    )
+                    continue
+                r = self.rule(self.fs["read"], target)
+                r.why = r.why or "a directory the tool listed (read beneath it)"
+                for ev, _ in events:
+                    r.cite(ev, _summary(ev), name)
+                continue
+            files.setdefault(parent(concrete), []).append(concrete)
+        for d, members in files.items():
+            target_dir = ctx.to_policy(d)
+            widen = len(members) >= SIBLINGS and not is_broad(target_dir)
+            if widen:
+                r = self.rule(self.fs["read"], target_dir)
+                r.why = r.why or (
+                    f"{len(members)} files read directly in this directory: one rule for "
+                    "the directory instead of one per file"
+                )
+            for concrete in members:
+                rule = r if widen else self.rule(self.fs["read"], ctx.to_policy(concrete))
+                for ev, _ in reads[concrete]:
+                    rule.cite(ev, _summary(ev), name)
+
+    def _executables(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
+        for exe in obs.executables:
+            if exe.event_id is None:
+                continue
+            try:
+                e = obs.event(exe.event_id)
+            except KeyError:
+                continue
+            if e.denied_while_learning and not self.grant_denied:
+                continue
+            if secret_reason(exe.path, obs.home) or _is_decoy(e):
+                continue
+            chain = [(exe.path, _summary(e))]
+            for s in exe.shebang:
+                chain.append((s, f"#! interpreter of {exe.path} ({_summary(e)})"))
+            if exe.interpreter:
+                chain.append((exe.interpreter, f"ELF interpreter of {exe.path} ({_summary(e)})"))
+            for path, summary in chain:
+                if not path.startswith("/"):
+                    continue
+                target = ctx.to_policy(ctx.resolve(path))
+                self.rule(self.fs["execute"], target).cite(e, summary, name)
+                if path == exe.path:
+                    d = parent(ctx.resolve(path))
+                    is_bin = posixpath.basename(d) in ("bin", "sbin")
+                    if is_bin and d not in self.path_dirs and ctx.to_policy(d) == d:
+                        self.path_dirs.append(d)
+
+    def _network(self, e: Event, name: str | None) -> None:
+        inet = e.family in ("inet", "inet6")
+        dgram = e.sock_type == "dgram"
+        if e.op == "socket":
+            if e.result != "ok" and not e.denied_while_learning:
+                return
+            if inet and dgram:
+                self.rule(self.switches, "network.udp").cite(e, _summary(e), name)
+            elif e.family == "unix":
+                self.rule(self.switches, "network.unix").cite(e, _summary(e), name)
+            return
+        if e.op == "send":
+            if inet and (e.result == "ok" or e.denied_while_learning):
+                self.rule(self.switches, "network.udp").cite(e, _summary(e), name)
+            return
+        if not inet or dgram or e.port is None or e.port == 0:
+            if e.op == "bind" and inet and e.port == 0 and not dgram:
+                self.note(
+                    f"not granted: {_summary(e)} [{e.id}]: binding port 0 (any free port) "
+                    "cannot be expressed: Landlock checks the port number asked for"
+                )
+            if (
+                e.op == "connect"
+                and e.family == "unix"
+                and (e.result == "ok" or e.denied_while_learning)
+            ):
+                self.rule(self.switches, "network.unix").cite(e, _summary(e), name)
+            return
+        outcomes = _CONNECT_OUTCOMES if e.op == "connect" else _BIND_OUTCOMES
+        if e.result in outcomes or e.denied_while_learning:
+            table = self.connect if e.op == "connect" else self.bind
+            self.rule(table, e.port).cite(e, _summary(e), name)
+
+    def _environment(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
+        first = _first_exec(obs)
+        if first is None:
+            return
+        path = ":".join(dict.fromkeys([*_PATH_ENV, *self.path_dirs]))
+        prev = self.env_set.get("PATH")
+        r = prev[1] if prev else _Rule()
+        r.cite(
+            first, f"the command and what it ran were found on this PATH ({_summary(first)})", name
+        )
+        self.env_set["PATH"] = (path, r)
+        if obs.home:
+            home_event = _first_under(obs, obs.home) or first
+            r = self.env_set.get("HOME", ("", _Rule()))[1]
+            r.cite(home_event, f"the tool ran with HOME set ({_summary(home_event)})", name)
+            self.env_set["HOME"] = ("${HOME}", r)
+        scratch_event = next(
+            (x for s in obs.scratch if (x := _first_under(obs, s)) is not None), None
+        )
+        r = self.env_set.get("TMPDIR", ("", _Rule()))[1]
+        r.cite(
+            scratch_event or first,
+            "temporary files go to the private ${SCRATCH}, as they did while learning ("
+            + _summary(scratch_event or first)
+            + ")",
+            name,
+        )
+        self.env_set["TMPDIR"] = ("${SCRATCH}", r)
+        for var in _PASS_ENV:
+            self.rule(self.env_pass, var).cite(
+                first, f"locale and terminal settings from the caller ({_summary(first)})", name
+            )
+
+    def _resources(self, obs: Observation, name: str | None) -> None:
+        times = [e.time for e in obs.events if e.time is not None]
+        first = _first_exec(obs) or (obs.events[0] if obs.events else None)
+        if first is None:
+            return
+        last = max(
+            (e for e in obs.events if e.time is not None), key=lambda e: e.time or 0, default=first
+        )
+        duration = (max(times) - min(times)) if times else 0.0
+        pids = len({e.pid for e in obs.events if e.pid is not None}) or 1
+        h = self.headroom
+        seen = f"{duration:.2f} s from {first.id} to {last.id}"
+        values = {
+            "wall_clock_seconds": (
+                max(30, math.ceil(duration * h)),
+                f"ran {seen}; x{h:g} headroom, at least 30 s",
+            ),
+            "cpu_seconds": (
+                max(30, math.ceil(duration * h)),
+                f"cannot use more CPU than the {seen} it ran; x{h:g} headroom, at least 30 s",
+            ),
+            "processes": (
+                max(16, math.ceil(pids * h)),
+                f"{pids} processes and threads seen; x{h:g} headroom, at least 16",
+            ),
+            "memory_mb": (2048, "memory is not observed: room for common compilers and runtimes"),
+            "open_files": (1024, "descriptors are not observed: the usual soft limit"),
+            "file_size_mb": (1024, "file sizes are not observed: 1 GiB"),
+        }
+        for key, (value, why) in values.items():
+            prev = self.resources.get(key)
+            r = prev[1] if prev else _Rule()
+            r.cite(last if key != "memory_mb" else first, why, name)
+            self.resources[key] = (max(value, prev[0]) if prev else value, r)
+
+    def _denies(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
+        """Secrets beneath a granted directory stay unreachable: filesystem.deny."""
+        if obs.cwd is None:
+            return
+        for secret in secret_paths(obs.cwd, obs.home):
+            target = ctx.to_policy(ctx.resolve(secret, follow=False))
+            if target in self.deny:
+                continue
+            for fld in ("write", "read"):
+                granted = next((g for g in self.fs[fld] if g != target and within(target, g)), None)
+                if granted is None:
+                    continue
+                cited = next(
+                    (r.event_id for r in self.fs[fld][granted].reasons if r.observation == name),
+                    None,
+                )
+                event = _event_or(obs, cited)
+                if event is not None:
+                    self.rule(self.deny, target).cite(
+                        event,
+                        f"a secret beneath the grant on {granted}: kept out ({secret})",
+                        name,
+                    )
+                break
+
+    # ------------------------------------------------------------ the policy
+
+    def build(self) -> Generated:
+        self._collapse()
+        fs: dict[str, list[str]] = {}
+        reasons: dict[str, list[Reason]] = {}
+        for fld in ("read", "write", "execute"):
+            fs[fld] = sorted(self.fs[fld])
+            for i, p in enumerate(fs[fld]):
+                reasons[f"filesystem.{fld}[{i}]"] = self.fs[fld][p].final()
+        fs["deny"] = sorted(self.deny)
+        for i, p in enumerate(fs["deny"]):
+            reasons[f"filesystem.deny[{i}]"] = self.deny[p].final()
+        network: dict[str, Any] = {
+            "tcp_connect": sorted(self.connect),
+            "tcp_bind": sorted(self.bind),
+            "udp": "network.udp" in self.switches,
+            "unix": "network.unix" in self.switches,
+        }
+        for i, port in enumerate(network["tcp_connect"]):
+            reasons[f"network.tcp_connect[{i}]"] = self.connect[port].final()
+        for i, port in enumerate(network["tcp_bind"]):
+            reasons[f"network.tcp_bind[{i}]"] = self.bind[port].final()
+        for key, r in self.switches.items():
+            reasons[key] = r.final()
+        if "network.unix" in self.switches:
+            self.note(
+                "network.unix is granted: below Landlock ABI 9 that reaches every unix "
+                "socket on the host"
+            )
+        syscalls = sorted(self.syscalls)
+        for i, s in enumerate(syscalls):
+            reasons[f"syscalls.allow[{i}]"] = self.syscalls[s].final()
+        env_set = {k: v for k, (v, _) in sorted(self.env_set.items())}
+        for k, (_, r) in self.env_set.items():
+            reasons[f"environment.set.{k}"] = r.final()
+        env_pass = list(self.env_pass)
+        for i, k in enumerate(env_pass):
+            reasons[f"environment.pass[{i}]"] = self.env_pass[k].final()
+        resources = {k: v for k, (v, _) in self.resources.items()}
+        for k, (_, r) in self.resources.items():
+            reasons[f"resources.{k}"] = r.final()
+        data = {
+            "kind": "cvg.policy",
+            "version": 1,
+            "filesystem": fs,
+            "network": network,
+            "ipc": {"signal_outside": "ipc.signal_outside" in self.switches},
+            "resources": resources,
+            "environment": {"set": env_set, "pass": env_pass},
+            "syscalls": {"allow": syscalls},
+            "reasons": reasons,
+        }
+        return Generated(Policy.model_validate(data), self.notes)
+
+    def _collapse(self) -> None:
+        """Drop a grant another grant covers, keeping its reasons on the wider one."""
+        write, read = self.fs["write"], self.fs["read"]
+        for p in sorted(write, key=len, reverse=True):
+            outer = next((q for q in write if q != p and within(p, q)), None)
+            if outer is not None:
+                write[outer].absorb(write.pop(p))
+        for p in sorted(read, key=len, reverse=True):
+            w = next((q for q in write if within(p, q)), None)
+            if w is not None:
+                write[w].absorb(read.pop(p))
+                continue
+            outer = next((q for q in read if q != p and within(p, q)), None)
+            if outer is not None:
+                read[outer].absorb(read.pop(p))
+
+
+def _event_or(obs: Observation, event_id: str | None) -> Event | None:
+    if event_id is not None:
+        try:
+            return obs.event(event_id)
+        except KeyError:
+            pass
+    return obs.events[0] if obs.events else None
+
+
+def _existing_special(path: str) -> bool:
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)
+
+
+def _first_exec(obs: Observation) -> Event | None:
+    return next((e for e in obs.events if e.op == "execute" and e.result == "ok"), None)
+
+
+def _first_under(obs: Observation, root: str) -> Event | None:
+    root = posixpath.normpath(root)
+    return next(
+        (
+            e
+            for e in obs.events
+            if e.path and e.result == "ok" and within(posixpath.normpath(e.path), root)
+        ),
+        None,
+    )
+
+
+def generate(
+    sources: Sequence[Source] | Iterable[Source],
+    *,
+    grant_denied: bool = False,
+    headroom: float = DEFAULT_HEADROOM,
+) -> Generated:
+    """The smallest policy for these observations (their union), every rule with reasons."""
+    b = _Builder(grant_denied, headroom)
+    for src in sources:
+        b.add(src)
+    return b.build()

@@ -1,0 +1,157 @@
+"""Paths as a policy writes them: symlinks resolved, ``${CWD}``, ``${SCRATCH}``, ``${HOME}``.
+
+An observation names paths as the tool used them. A policy wants the file the kernel
+will check (Landlock attaches a rule to the inode a path resolves to, so a rule on the
+link or the target is the same rule, but the target is what a reader can review and
+what sibling counting must see: ``/lib/x86_64-linux-gnu`` and
+``/usr/lib/x86_64-linux-gnu`` are one directory on a merged-/usr system), with the
+run-specific parts replaced by variables so the policy works in another working
+directory, another scratch directory and for another home.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from cvg_schema import Observation
+
+__all__ = ["BROAD", "PathContext", "is_broad", "is_per_process", "parent", "within"]
+
+BROAD: Final = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/bin",
+        "/usr/include",
+        "/usr/lib",
+        "/usr/lib32",
+        "/usr/lib64",
+        "/usr/libexec",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/local/lib",
+        "/usr/sbin",
+        "/usr/share",
+        "/var",
+        "/var/lib",
+        "/var/tmp",
+        "${HOME}",
+    }
+)
+"""Directories no generated rule covers as a whole: the system's top-level trees (a
+rule there would grant far more than any tool used) and the home directory."""
+
+_PER_PROCESS: Final = re.compile(r"^/proc/(self|thread-self|[0-9]+)(/|$)")
+
+
+def within(inner: str, outer: str) -> bool:
+    """True when ``inner`` is ``outer`` or beneath it (both normalised)."""
+    if outer == "/":
+        return inner.startswith("/")
+    return inner == outer or inner.startswith(outer + "/")
+
+
+def parent(path: str) -> str:
+    """The directory holding ``path`` (``${CWD}`` for ``${CWD}/x``)."""
+    head = posixpath.dirname(path)
+    return head or "/"
+
+
+def is_broad(path: str) -> bool:
+    """True for a directory no generated rule may cover as a whole (see BROAD)."""
+    return path in BROAD or (path.startswith("/") and os.path.realpath(path) in BROAD)
+
+
+def is_per_process(path: str) -> bool:
+    """``/proc/self/...``, ``/proc/<pid>/...``: an inode per process, so a Landlock
+    rule made before the tool starts cannot name the tool's own."""
+    return bool(_PER_PROCESS.match(path))
+
+
+class PathContext:
+    """How one observation's paths become policy paths."""
+
+    def __init__(self, obs: Observation) -> None:
+        roots: list[tuple[str, str]] = []
+        for scratch in obs.scratch:
+            roots.extend(_both(scratch, "${SCRATCH}"))
+        if obs.cwd:
+            roots.extend(_both(obs.cwd, "${CWD}"))
+        if obs.home and obs.home != "/":
+            roots.extend(_both(obs.home, "${HOME}"))
+        # Longest first: the working directory may lie inside the home, scratch in /tmp.
+        self.roots = sorted(set(roots), key=lambda r: len(r[0]), reverse=True)
+        self.home = obs.home
+        self.created_dirs: set[str] = set()
+        self.parents: set[str] = set()
+
+    def learn(self, paths: Iterable[str]) -> None:
+        """Note which paths are directories: every parent of a path seen."""
+        for p in paths:
+            d = posixpath.dirname(p)
+            while d and d not in self.parents:
+                self.parents.add(d)
+                if d == "/":
+                    break
+                d = posixpath.dirname(d)
+
+    def resolve(self, path: str, *, follow: bool = True) -> str:
+        """The path with symlinks resolved as far as it exists here; the last component
+        is kept as it is when ``follow`` is false (a name being created or removed)."""
+        path = posixpath.normpath(path)
+        if not path.startswith("/") or is_per_process(path):
+            return path
+        if follow:
+            return os.path.realpath(path)
+        head, tail = posixpath.split(path)
+        return posixpath.join(os.path.realpath(head), tail) if tail else path
+
+    def to_policy(self, path: str) -> str:
+        """A resolved path in policy form (``${CWD}/out/a.txt``)."""
+        for root, var in self.roots:
+            if path == root:
+                return var
+            if path.startswith(root + "/"):
+                return var + path[len(root) :]
+        return path
+
+    def is_dir(self, concrete: str) -> bool:
+        """Whether ``concrete`` was a directory: it is one here, the tool made it with
+        mkdir, or another path of the run lies beneath it."""
+        if concrete in self.created_dirs or concrete in self.parents:
+            return True
+        try:
+            return os.path.isdir(concrete)
+        except (OSError, ValueError):
+            return False
+
+
+def _both(path: str, var: str) -> list[tuple[str, str]]:
+    norm = posixpath.normpath(path)
+    out = [(norm, var)]
+    real = os.path.realpath(norm)
+    if real != norm:
+        out.append((real, var))
+    return out
