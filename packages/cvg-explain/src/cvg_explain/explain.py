@@ -17,7 +17,7 @@ from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
-from cvg_schema.run import RunRecord
+from cvg_schema.run import Denial, RunRecord
 
 from .attribute import Change, Context, Finding, attribute
 from .diff import unified_diff
@@ -156,6 +156,16 @@ def _checked(source: PolicySource, new_text: str) -> str | None:
     return new_text
 
 
+def _noise(d: Denial) -> bool:
+    """A call that failed with ENOENT for a reason of its own: a search along a path
+    list (PATH, sys.path, the loader's library path), not something cvg refused."""
+    return d.mechanism == "none" and d.errno == "ENOENT"
+
+
+def _real_denials(record: RunRecord) -> list[Denial]:
+    return [d for d in record.denials if not _noise(d)]
+
+
 @dataclass
 class _Explained:
     denial: ExplainedDenial
@@ -169,7 +179,7 @@ def _explain_all(record: RunRecord, source: PolicySource) -> list[_Explained]:
         home=os.environ.get("HOME"),
     )
     out = []
-    for d in record.denials:
+    for d in _real_denials(record):
         finding: Finding = attribute(d, ctx)
         fix = None
         risk = None
@@ -196,13 +206,15 @@ def _explain_all(record: RunRecord, source: PolicySource) -> list[_Explained]:
 
 
 def _summary(record: RunRecord, items: list[_Explained]) -> str:
-    if not record.denials:
+    noise = len(record.denials) - len(_real_denials(record))
+    note = f" ({noise} ENOENT failure{'s' if noise != 1 else ''} of the tool's own left out)"
+    if not items:
         if not record.traced:
             return (
                 "no denials recorded: the run was not traced (run cvg-run --trace to "
                 "record what the sandbox refused)"
             )
-        return "no denials: the sandbox refused nothing this run"
+        return "no denials: the sandbox refused nothing this run" + (note if noise else "")
     fixable = [i for i in items if i.denial.fix is not None]
     high = [i for i in fixable if i.denial.risk is not None and i.denial.risk.level == "high"]
     n = len(items)
@@ -211,7 +223,7 @@ def _summary(record: RunRecord, items: list[_Explained]) -> str:
         parts.append(f"{n - len(fixable)} that no policy change allows")
     if high:
         parts.append(f"{len(high)} fix{'es' if len(high) != 1 else ''} rated high risk")
-    return ", ".join(parts)
+    return ", ".join(parts) + (note if noise else "")
 
 
 def explain(
