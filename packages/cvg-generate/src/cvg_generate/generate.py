@@ -218,7 +218,7 @@ class _Builder:
                     continue
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
         self._reads(reads, ctx, name, cwd_var_ok)
-        self._executables(obs, ctx, name)
+        self._executables(obs, ctx, name, cwd_var_ok)
         for b in baselines(obs):
             self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
                 b.event, f"{b.why} ({_summary(b.event)})", name
@@ -371,7 +371,16 @@ class _Builder:
                 for ev, _ in reads[concrete]:
                     rule.cite(ev, _summary(ev), name)
 
-    def _executables(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
+    def _executables(
+        self, obs: Observation, ctx: PathContext, name: str | None, cwd_ok: bool
+    ) -> None:
+        made = {
+            posixpath.normpath(p)
+            for e in obs.events
+            if e.result == "ok" and e.op in ("create", "rename", "link", "write")
+            for p in (e.path if e.op == "create" else e.path2 or e.path,)
+            if p is not None
+        }
         for exe in obs.executables:
             if exe.event_id is None:
                 continue
@@ -392,12 +401,38 @@ class _Builder:
                 if not path.startswith("/"):
                     continue
                 target = ctx.to_policy(ctx.resolve(path))
+                if posixpath.normpath(path) in made:
+                    # Built during the run: it does not exist when the next run's rules
+                    # are made, so the grant goes on where it is built.
+                    self._built(e, ctx.resolve(path, follow=False), ctx, name, cwd_ok)
+                    continue
                 self.rule(self.fs["execute"], target).cite(e, summary, name)
                 if path == exe.path:
                     d = parent(ctx.resolve(path))
                     is_bin = posixpath.basename(d) in ("bin", "sbin")
                     if is_bin and d not in self.path_dirs and ctx.to_policy(d) == d:
                         self.path_dirs.append(d)
+
+    def _built(
+        self, e: Event, concrete: str, ctx: PathContext, name: str | None, cwd_ok: bool
+    ) -> None:
+        if cwd_ok and within(ctx.to_policy(concrete), "${CWD}"):
+            target = "${CWD}"
+            why = "the tool ran a program it built in its workspace"
+        else:
+            d = parent(concrete)
+            while d in ctx.created_dirs and parent(d) != d:
+                d = parent(d)
+            target = ctx.to_policy(d)
+            why = "the tool ran a program it built here"
+            if within(target, "${SCRATCH}"):
+                target = "${SCRATCH}"
+        if is_broad(target):
+            self.note(f"not granted: {_summary(e)} [{e.id}]: execute on {target} as a whole")
+            return
+        r = self.rule(self.fs["execute"], target)
+        r.why = why
+        r.cite(e, _summary(e), name)
 
     def _network(self, e: Event, name: str | None) -> None:
         inet = e.family in ("inet", "inet6")
