@@ -336,14 +336,29 @@ def _scope(d: Denial, ctx: Context) -> Finding:
     )
 
 
+_SOCKET_ARGS: Final = re.compile(
+    r"\bsocket(?:pair)?\(\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*(0x[0-9a-fA-F]+|\d+)"
+)
+_FAMILY_NUMBERS: Final = {1: "UNIX", 2: "INET", 10: "INET6", 16: "NETLINK", 17: "PACKET"}
+_TYPE_NUMBERS: Final = {1: "STREAM", 2: "DGRAM", 3: "RAW", 5: "SEQPACKET", 10: "PACKET"}
+
+
 def _socket_kind(d: Denial) -> tuple[str | None, str | None]:
+    """The family and type of a refused socket call, from its detail: strace's names
+    (``socket(AF_INET, SOCK_DGRAM, ...)``) or the raw registers (``socket(2, 2, 0)``)."""
     text = d.detail or ""
     family = _AF.search(text)
     sock = _SOCK.search(text)
     fam = family.group(1) if family else None
+    kind = sock.group(1) if sock else None
+    raw = _SOCKET_ARGS.search(text)
+    if raw is not None:
+        f, t = int(raw.group(1), 0), int(raw.group(2), 0)
+        fam = fam or _FAMILY_NUMBERS.get(f & 0xFFFFFFFF, str(f))
+        kind = kind or _TYPE_NUMBERS.get(t & 0xF, str(t & 0xF))
     if fam == "LOCAL":
         fam = "UNIX"
-    return fam, sock.group(1) if sock else None
+    return fam, kind
 
 
 def _seccomp(d: Denial, ctx: Context) -> Finding:

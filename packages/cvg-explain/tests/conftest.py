@@ -1,0 +1,69 @@
+"""Hand-made run records that match the cvg.run schema, and the policies they name."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cvg_schema.run import RunRecord
+
+DIGEST = "sha256:" + "0" * 64
+
+MakeRecord = Callable[..., RunRecord]
+
+
+def record_dict(
+    denials: list[dict[str, Any]],
+    *,
+    policy_path: str | None,
+    cwd: str = "/work/project",
+    scratch: str | None = "/tmp/cvg-scratch-abc",
+) -> dict[str, Any]:
+    for i, d in enumerate(denials, 1):
+        d.setdefault("id", f"d{i}")
+    data: dict[str, Any] = {
+        "kind": "cvg.run",
+        "schema_version": "1.0",
+        "run_id": "20261129T120000Z-0a1b2c3d",
+        "policy_digest": DIGEST,
+        "policy_path": policy_path,
+        "argv": ["python3", "tool.py"],
+        "cwd": cwd,
+        "exit": {"status": 1, "meaning": "exited"},
+        "timings": {"wall_seconds": 0.5},
+        "traced": True,
+        "denials": denials,
+        "started": "2026-11-29T12:00:00Z",
+        "ended": "2026-11-29T12:00:01Z",
+    }
+    if scratch is not None:
+        data["scratch"] = {"path": scratch, "kept": False}
+    return data
+
+
+@pytest.fixture
+def make_record() -> MakeRecord:
+    def make(
+        denials: list[dict[str, Any]],
+        *,
+        policy_path: str | None = None,
+        cwd: str = "/work/project",
+        scratch: str | None = "/tmp/cvg-scratch-abc",
+    ) -> RunRecord:
+        return RunRecord.model_validate(
+            record_dict(denials, policy_path=policy_path, cwd=cwd, scratch=scratch)
+        )
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fixed HOME, so ${HOME} forms and secrets do not depend on who runs the tests."""
+    monkeypatch.setenv("HOME", "/home/alice")
