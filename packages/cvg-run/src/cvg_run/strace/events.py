@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import socket as _socket
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -202,7 +201,9 @@ def family_value(name: str) -> str | int | None:
         return _FAMILIES[name]
     if name.isdigit():
         return int(name)
-    value = getattr(_socket, name, None)
+    import socket  # only for rare families: it is slow to import
+
+    value = getattr(socket, name, None)
     return int(value) if isinstance(value, int) else None
 
 

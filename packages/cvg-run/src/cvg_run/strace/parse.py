@@ -7,7 +7,7 @@ here by pid), ``+++ exited with N +++`` / ``+++ killed by SIGX +++`` lines and
 generator, and the only state kept is one half-finished call per pid.
 
 Arguments are split at the top level only (a ``{...}`` or ``[...]`` stays one argument)
-by a regular expression that knows strace's quoted strings (``"a\\"b"``) and ``-yy``
+by a one-pass scanner that knows strace's quoted strings (``"a\\"b"``) and ``-yy``
 descriptor annotations (``3</path/with\\76>``, ``AT_FDCWD</cwd>``,
 ``1</dev/null<char 1:3>>``), so a parenthesis or comma inside a path never splits.
 """
@@ -55,23 +55,110 @@ _STR: Final = r'"(?:[^"\\]++|\\.)*+"(?:\.\.\.)?'
 _ANNOT: Final = r"<(?:[^<>\\]++|\\.|<[^<>]*+>)*+>"
 
 
-def _nested(depth: int) -> str:
-    """A bracketed group (any of (), [], {}) nested up to ``depth`` levels."""
-    group = ""
-    for _ in range(depth):
-        nested = f"|{group}" if group else ""
-        body = rf"(?>{_STR}|{_ANNOT}{nested}|[^\"()\[\]{{}}<]++|<)"
-        group = rf"(?:\({body}*+\)|\[{body}*+\]|\{{{body}*+\}})"
-    return group
+# Plain text inside arguments: anything but quotes, brackets, commas and `<`.
+_PLAIN_RE: Final = re.compile(r'[^"()\[\]{},<]+')
+_OPENERS: Final = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS: Final = frozenset(")]}")
+_CALL_TAIL_RE: Final = re.compile(r"\s+=\s+(.*)", re.DOTALL)
 
 
-_GROUP: Final = _nested(6)
-# One top-level argument: strings, annotations, bracketed groups and runs of plain
-# text, up to a top-level comma. A lone `<` (not an annotation) is plain text too.
-_ARG: Final = rf"(?>{_STR}|{_ANNOT}|{_GROUP}|[^\"()\[\]{{}},<]++|<)++"
-_ARG_RE: Final = re.compile(rf"\s*+({_ARG})")
-# The rest of a complete call after `NAME(`: its arguments, `)`, ` = ` and the result.
-_CALL_RE: Final = re.compile(rf"(?P<args>(?:{_ARG}|,\s*)*+)\)\s+=\s+(?P<ret>.*)")
+def _string_end(text: str, i: int) -> int:
+    """The end of the quoted string at ``text[i]`` (with a ``...`` suffix), or -1."""
+    n = len(text)
+    j = i + 1
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+        elif c == '"':
+            j += 1
+            return j + 3 if text.startswith("...", j) else j
+        else:
+            j += 1
+    return -1
+
+
+def _annotation_end(text: str, i: int) -> int:
+    """The end of the ``-yy`` annotation at ``text[i] == "<"``, or -1 when that ``<``
+    is plain text: ``<`` then escapes, plain characters and one level of ``<...>``."""
+    n = len(text)
+    j = i + 1
+    while j < n:
+        c = text[j]
+        if c == ">":
+            return j + 1
+        if c == "\\":
+            j += 2
+        elif c == "<":
+            k = j + 1
+            while k < n and text[k] not in "<>":
+                k += 1
+            if k >= n or text[k] == "<":
+                return -1
+            j = k + 1
+        else:
+            j += 1
+    return -1
+
+
+def _scan(text: str, start: int = 0) -> tuple[list[str], int] | None:
+    """Split ``text`` from ``start`` into top-level arguments, up to the ``)`` that
+    closes the call (its index is returned) or the end of the text (``len``).
+
+    Strings and -yy annotations are skipped whole, so a bracket or comma inside a
+    path never splits; ``{...}``, ``[...]`` and ``(...)`` nest to any depth. None when
+    the brackets do not pair up. A scanner rather than one regular expression: an
+    expression for nested brackets grows exponentially with the depth, and compiling
+    one deep enough costs about a second at every start of cvg-run --trace.
+    """
+    args: list[str] = []
+    stack: list[str] = []
+    n = len(text)
+    i = arg_start = start
+    plain = _PLAIN_RE.match
+    while i < n:
+        m = plain(text, i)
+        if m is not None:
+            i = m.end()
+            if i >= n:
+                break
+        c = text[i]
+        if c == '"':
+            end = _string_end(text, i)
+            if end < 0:
+                return None
+            i = end
+        elif c == "<":
+            end = _annotation_end(text, i)
+            i = end if end > 0 else i + 1
+        elif c in _OPENERS:
+            stack.append(_OPENERS[c])
+            i += 1
+        elif c in _CLOSERS:
+            if stack:
+                if stack.pop() != c:
+                    return None
+                i += 1
+            elif c == ")":
+                last = text[arg_start:i].lstrip()
+                if last or args:
+                    args.append(last)
+                return args, i
+            else:
+                return None
+        else:  # a top-level comma
+            if not stack:
+                args.append(text[arg_start:i].lstrip())
+                arg_start = i + 1
+            i += 1
+    if stack:
+        return None
+    last = text[arg_start:].lstrip()
+    if last or args:
+        args.append(last)
+    return args, n
+
+
 # The result: a number or `?`, an optional -yy annotation, an optional errno name.
 _RET_RE: Final = re.compile(
     r"(?P<val>-?\d+|0x[0-9a-fA-F]+|\?)"
@@ -210,7 +297,8 @@ def parse_fd(arg: str) -> Fd | None:
 
 def split_args(text: str) -> list[str]:
     """The top-level arguments of ``text`` (what is between a call's parentheses)."""
-    return _ARG_RE.findall(text)
+    scanned = _scan(text)
+    return [] if scanned is None else [a for a in scanned[0] if a]
 
 
 _SIGNUM: Final = {
@@ -323,16 +411,20 @@ class TraceParser:
         args_text, sep, ret = body.rpartition(") = ")
         r = _RET_FULL_RE.match(ret) if sep else None
         if r is None or not _balanced(args_text):
-            c = _CALL_RE.match(body)
-            if c is None:
+            scanned = _scan(body)
+            tail = _CALL_TAIL_RE.match(body, scanned[1] + 1) if scanned is not None else None
+            if scanned is None or scanned[1] >= len(body) or tail is None:
                 self.skipped += 1
                 return None
-            args_text = c.group("args")
-            ret = c.group("ret")
+            args = scanned[0]
+            ret = tail.group(1)
             r = _RET_RE.match(ret)
-            args = _ARG_RE.findall(args_text)
         elif "(" in args_text or "{" in args_text or "[" in args_text:
-            args = _ARG_RE.findall(args_text)
+            whole = _scan(args_text)
+            if whole is None:
+                self.skipped += 1
+                return None
+            args = whole[0]
         else:
             args = _FLAT_ARG_RE.findall(args_text)
         rec = Record("syscall", pid, when, name, args)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 __all__ = ["StraceNotFound", "find_strace", "strace_version"]
 
@@ -16,7 +14,7 @@ class StraceNotFound(RuntimeError):
 def find_strace(name: str | None = None) -> str:
     """The strace to use: ``name``, $CVG_STRACE, or ``strace`` on PATH."""
     name = name or os.environ.get("CVG_STRACE") or "strace"
-    found = shutil.which(name)
+    found = _which(name)
     if found is None:
         raise StraceNotFound(
             f"strace not found ({name!r}): install it (e.g. apt-get install strace) "
@@ -25,8 +23,23 @@ def find_strace(name: str | None = None) -> str:
     return found
 
 
+def _which(name: str) -> str | None:
+    """shutil.which, without importing shutil on cvg-run --trace's start."""
+    if "/" in name:
+        candidates = [name]
+    else:
+        path = os.environ.get("PATH") or os.defpath
+        candidates = [os.path.join(d or ".", name) for d in path.split(os.pathsep)]
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 def strace_version(strace: str) -> str | None:
     """``"6.1"`` from ``strace -V``; None when it cannot be told."""
+    import subprocess
+
     try:
         out = subprocess.run(
             [strace, "-V"], capture_output=True, text=True, timeout=10, check=False
