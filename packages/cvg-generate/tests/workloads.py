@@ -66,7 +66,7 @@ PORT_SERVER: Final = free_port()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the http.server name
+    def do_GET(self) -> None:
         body = f"served {self.path}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -282,7 +282,9 @@ WORKLOADS: Final = [
     ),
     Workload(
         "python-http-server",
-        Input({"server.py": SERVER, "site/index.html": "<p>one</p>\n"}, [PYTHON, "server.py", "site"]),
+        Input(
+            {"server.py": SERVER, "site/index.html": "<p>one</p>\n"}, [PYTHON, "server.py", "site"]
+        ),
         Input(
             {"server.py": SERVER, "public/v2/index.html": "<p>two</p>\n"},
             [PYTHON, "server.py", "public/v2"],
@@ -293,7 +295,9 @@ WORKLOADS: Final = [
 
 
 def missing_tools() -> list[str]:
-    return [f"{t} (apt package {p})" for t, p in TOOLS.items() if shutil.which(t, path=PATH) is None]
+    return [
+        f"{t} (apt package {p})" for t, p in TOOLS.items() if shutil.which(t, path=PATH) is None
+    ]
 
 
 @dataclass

@@ -47,6 +47,9 @@ NODE: Final = ("/usr/share/nodejs", "/usr/lib/node_modules", "/usr/share/node_mo
 
 _PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
 _NODE_RE: Final = re.compile(r"^(node|nodejs)$")
+_CC1: Final = frozenset({"cc1", "cc1plus", "cc1obj"})
+CC_HEADERS: Final = ("/usr/include", "/usr/local/include")
+"""Where the C compiler finds the headers a different source file includes."""
 _SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
 
 
@@ -93,6 +96,10 @@ def baselines(obs: Observation) -> list[Baseline]:
         elif _NODE_RE.match(name):
             for path in NODE:
                 add(path, event, f"node baseline: {name}'s bundled modules")
+        elif name in _CC1:
+            compiler_dir = posixpath.dirname(os.path.realpath(event.path or "/"))
+            for path in (compiler_dir, *CC_HEADERS):
+                add(path, event, f"C compiler baseline: {name}'s own files and the headers")
         elif name in _SHELLS:
             pass  # a shell reads nothing of its own beyond the C library
     return list(out.values())
