@@ -46,6 +46,9 @@ class Planned(Record, frozen=False):
     policy_digest: str
     policy_path: str | None
     cached: bool
+    # network.hosts as [{host, ports}]: the plan has no field for it, and cvg-run
+    # starts the proxy from this (hosts.py).
+    hosts: list[dict[str, Any]] | None = None
 
 
 def cache_dir() -> str:
@@ -92,21 +95,27 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         with open(cached, "rb") as f:
             entry = json.loads(f.read())
         plan, digest, policy_digest = entry["plan"], entry["plan_digest"], entry["policy_digest"]
+        hosts = entry["hosts"]
         # A damaged entry is a miss: the plan must be an object whose digest is the
         # one stored beside it (cheap next to compiling).
         intact = isinstance(plan, dict) and digest == _plan_digest(plan)
-        if intact and isinstance(policy_digest, str):
-            return Planned(plan, digest, policy_digest, real_path, True)
+        if intact and isinstance(policy_digest, str) and isinstance(hosts, list):
+            return Planned(plan, digest, policy_digest, real_path, True, hosts)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    plan, policy_digest = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
+    plan, policy_digest, hosts = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
     plan_digest = _plan_digest(plan)
-    entry = {"plan": plan, "plan_digest": plan_digest, "policy_digest": policy_digest}
+    entry = {
+        "plan": plan,
+        "plan_digest": plan_digest,
+        "policy_digest": policy_digest,
+        "hosts": hosts,
+    }
     try:
         write_atomic(cached, json.dumps(entry).encode())
     except OSError:
         pass  # a read-only cache only costs speed
-    return Planned(plan, plan_digest, policy_digest, real_path, False)
+    return Planned(plan, plan_digest, policy_digest, real_path, False, hosts)
 
 
 def _plan_digest(plan: dict[str, Any]) -> str:
@@ -116,7 +125,7 @@ def _plan_digest(plan: dict[str, Any]) -> str:
 
 def _compile(
     data: bytes, filename: str, *, cwd: str, home: str, policy_dir: str
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
     # The slow imports live here, off the cached path.
     from cvg_policy.compile import compile_policy
     from cvg_policy.errors import PolicyError
@@ -131,4 +140,5 @@ def _compile(
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
     source = dumped.get("source") or {}
-    return dumped, str(source.get("policy_digest") or "sha256:" + _sha256_hex(data))
+    hosts = [rule.model_dump(mode="json") for rule in loaded.policy.network.hosts]
+    return dumped, str(source.get("policy_digest") or "sha256:" + _sha256_hex(data)), hosts
