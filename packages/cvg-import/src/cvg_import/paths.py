@@ -63,6 +63,14 @@ def place(target: str, root: ArtifactRoot) -> Placed:
         if prefix not in ("", ".") and (norm == prefix or norm.startswith(prefix + "/")):
             # The wrapper wrote it relative to its own directory, artifact included.
             rel = norm[len(prefix) :].lstrip("/") or "."
+        elif prefix not in ("", ".") and norm.split("/")[0] == prefix.split("/")[0]:
+            # Beside the artifact in the wrapper's directory, or the tool's own relative
+            # path that happens to look alike: only the wrapper's directory can tell.
+            wrapper = _wrapper_dir(root.path, prefix)
+            if wrapper is None:
+                return Placed(target, "relative to the divergence CLI's directory, not known")
+            placed = _absolute(_norm(posixpath.join(wrapper, norm)), root)
+            return Placed(placed.path, placed.unresolved, "relative to the CLI's directory")
     if root.path is not None:
         placed = _absolute(_norm(posixpath.join(root.path, rel)), root)
         return Placed(placed.path, placed.unresolved, "relative to the artifact root")
@@ -74,6 +82,13 @@ def place(target: str, root: ArtifactRoot) -> Placed:
             return Placed(target, "relative path above the artifact root, whose place is unknown")
         return Placed("${CWD}/" + norm, None, "relative to the artifact root")
     return Placed(target, "relative path and the artifact root is not known (--artifact-root)")
+
+
+def _wrapper_dir(root: str | None, source: str) -> str | None:
+    """Where the divergence CLI ran: the artifact root less its ``source`` suffix."""
+    if root is None or not root.endswith("/" + source):
+        return None
+    return root[: -len(source) - 1] or "/"
 
 
 def _absolute(path: str, root: ArtifactRoot) -> Placed:
