@@ -1,0 +1,195 @@
+"""The command line: the pipeline's round trip, bad input, merging, --verify."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import workloads as wl
+
+from cvg_generate.cli import main
+from cvg_schema import Policy
+
+SCRIPT = "import json, csv\nprint(open('data/in.txt').read().strip())\n"
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> tuple[wl.Place, Path]:
+    place = wl.make_place(tmp_path_factory.mktemp("cli"), "tool")
+    inp = wl.Input({"tool.py": SCRIPT, "data/in.txt": "hi\n"}, [wl.PYTHON, "tool.py"])
+    obs = place.root / "obs.json"
+    out = wl.run(place, wl.Workload("t", inp, inp), inp, [wl.cvg("cvg-observe"), "-o", str(obs)])
+    assert out.status == 0 and out.stdout == "hi\n", out.stderr
+    return place, obs
+
+
+def _gen(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [wl.cvg("cvg-generate"), *args], input=stdin, capture_output=True, timeout=120
+    )
+
+
+def test_round_trip_through_cvg_validate_keeps_every_reason(
+    observed: tuple[wl.Place, Path],
+) -> None:
+    place, obs = observed
+    gen = _gen(str(obs))
+    assert gen.returncode == 0, gen.stderr
+    policy = Policy.model_validate_json(gen.stdout)
+    val = subprocess.run(
+        [wl.cvg("cvg-validate"), "--cwd", str(place.work)], input=gen.stdout, capture_output=True
+    )
+    assert val.returncode == 0, val.stderr
+    yaml_text = val.stdout.decode()
+    lines = yaml_text.splitlines()
+    rules = 0
+    for i, line in enumerate(lines):
+        # Every generated value (a list item or a scalar in a section) has a comment above.
+        if (
+            re.match(r"^    - ", line)
+            or re.match(r"^  [a-z_]+: (?!\[\]|\{\}|false)", line)
+            or (re.match(r"^    [A-Z_]+: ", line))
+        ):
+            rules += 1
+            assert lines[i - 1].lstrip().startswith("# e"), (i, line)
+    assert rules >= len([a for a in policy.reasons if a.startswith("filesystem.")]) > 10
+    # And every rule in the JSON has its reasons.
+    fs = policy.filesystem
+    for field in ("read", "write", "execute", "deny"):
+        for i, _ in enumerate(getattr(fs, field)):
+            assert policy.reasons[f"filesystem.{field}[{i}]"]
+
+
+def test_bad_input_is_one_line_naming_the_file_and_json_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps(
+            {
+                "kind": "cvg.observation",
+                "schema_version": "1.0",
+                "argv": ["x"],
+                "cwd": "/",
+                "events": [{"id": "e1", "syscall": "openat", "result": "ok"}],
+            }
+        )
+    )
+    r = _gen(str(bad))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b""
+    assert err.count("\n") == 1 and f"{bad}: $.events[0].op" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("doc", "expect"),
+    [
+        ('{"kind": "cvg.observation", "schema_version": "2.0"}', "$.schema_version"),
+        ('{"kind": "cvg.policy", "schema_version": "1.0", "version": 1}', "$.kind"),
+        ("{not json", "not valid JSON"),
+        ("", "empty input"),
+    ],
+)
+def test_refused_documents(doc: str, expect: str) -> None:
+    r = _gen(stdin=doc.encode())
+    assert r.returncode == 1 and expect in r.stderr.decode() and r.stdout == b""
+    assert r.stderr.decode().startswith("cvg-generate: <stdin>: ")
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--no-such-option"]) == 2
+    assert main(["--verify"]) == 2
+    assert main(["obs.json", "--", "true"]) == 2
+    assert main(["--headroom", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+
+
+def test_several_documents_on_stdin_merge(observed: tuple[wl.Place, Path]) -> None:
+    _, obs = observed
+    one = obs.read_bytes()
+    r = _gen("-q", stdin=one + b"\n" + one)
+    assert r.returncode == 0, r.stderr
+    policy = Policy.model_validate_json(r.stdout)
+    names = {x.observation for rs in policy.reasons.values() for x in rs}
+    assert names == {"<stdin>#1", "<stdin>#2"}
+
+
+def test_out_writes_the_file_and_nothing_on_stdout(
+    observed: tuple[wl.Place, Path], tmp_path: Path
+) -> None:
+    _, obs = observed
+    out = tmp_path / "p.json"
+    r = _gen(str(obs), "-q", "-o", str(out))
+    assert r.returncode == 0 and r.stdout == b""
+    Policy.model_validate_json(out.read_bytes())
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temporary left behind
+
+
+def test_verify_holds_for_the_learned_command(observed: tuple[wl.Place, Path]) -> None:
+    place, obs = observed
+    inp = wl.Input({"tool.py": SCRIPT, "data/in.txt": "hi\n"}, [])
+    place.reset(inp)
+    r = subprocess.run(
+        [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", wl.PYTHON, "tool.py"],
+        cwd=place.work,
+        env=place.env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert b"the policy holds" in r.stderr
+    Policy.model_validate_json(r.stdout)  # stdout is still the policy alone
+
+
+PLANT = """
+import sys
+from cvg_generate.generate import Source, generate
+from cvg_generate.verify import verify_policy
+from cvg_schema import Policy
+from cvg_schema.io import read_as
+from cvg_schema import Observation
+policy = generate([Source(read_as(Observation, sys.argv[1]))]).policy
+data = policy.model_dump(mode="json", by_alias=True)
+data["filesystem"]["read"] = [p for p in data["filesystem"]["read"] if p != "${CWD}"]
+data["reasons"] = {}
+sys.exit(verify_policy(Policy.model_validate(data), sys.argv[2:]))
+"""
+
+
+def test_verify_catches_a_planted_gap(observed: tuple[wl.Place, Path]) -> None:
+    place, obs = observed
+    inp = wl.Input({"tool.py": SCRIPT, "data/in.txt": "hi\n"}, [])
+    place.reset(inp)
+    r = subprocess.run(
+        [sys.executable, "-c", PLANT, str(obs), wl.PYTHON, "tool.py"],
+        cwd=place.work,
+        env=place.env(),
+        capture_output=True,
+        timeout=120,
+    )
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert "gap d" in err and "tool.py" in err and "refused by landlock_fs" in err
+    assert "+    - " in err  # the smallest fix, a diff adding a read grant
+
+
+def test_verify_reports_a_gap_of_another_input(observed: tuple[wl.Place, Path]) -> None:
+    place, obs = observed
+    place.reset(wl.Input({"tool.py": SCRIPT, "data/in.txt": "hi\n"}, []))
+    outside = place.root / "elsewhere.txt"
+    outside.write_text("x\n")
+    code = f"print(open({str(outside)!r}).read())"
+    r = subprocess.run(
+        [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", wl.PYTHON, "-c", code],
+        cwd=place.work,
+        env=place.env(),
+        capture_output=True,
+        timeout=120,
+    )
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert f"openat {outside} refused by landlock_fs (read_file)" in err
+    assert f"+    - {outside}" in err
