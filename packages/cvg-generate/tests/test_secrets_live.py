@@ -1,0 +1,61 @@
+"""A real tool that reads a secret: the policy never grants it, even with --grant-denied,
+and the sandboxed run cannot read it (judged by the output, after proving the read
+works with no sandbox)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import workloads as wl
+
+KEY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-7f3a"
+TOOL = """\
+import os
+for p in [os.path.expanduser("~/.ssh/id_ed25519"), ".env", "notes.txt"]:
+    try:
+        print(p, open(p).read().strip())
+    except OSError as e:
+        print(p, type(e).__name__)
+"""
+
+
+def test_secrets_are_not_granted_and_stay_unreadable(tmp_path: Path) -> None:
+    place = wl.make_place(tmp_path, "secret")
+    inp = wl.Input(
+        {"tool.py": TOOL, ".env": "TOKEN=canary-env\n", "notes.txt": "plain\n"},
+        [wl.PYTHON, "tool.py"],
+    )
+    w = wl.Workload("secret", inp, inp)
+    place.reset(inp)
+    (place.home / ".ssh").mkdir(mode=0o700)
+    (place.home / ".ssh" / "id_ed25519").write_text(KEY + "\n")
+
+    bare = wl.run(place, w, inp, [])
+    assert KEY in bare.stdout and "canary-env" in bare.stdout  # the oracle: readable
+
+    obs = place.root / "obs.json"
+    wl.run(place, w, inp, [wl.cvg("cvg-observe"), "-o", str(obs)])
+    gen = subprocess.run(
+        [wl.cvg("cvg-generate"), "--grant-denied", str(obs)], capture_output=True, timeout=60
+    )
+    assert gen.returncode == 0, gen.stderr
+    assert b"never granted" in gen.stderr or b"denied while learning" in gen.stderr
+    policy = place.root / "p.yaml"
+    val = subprocess.run(
+        [wl.cvg("cvg-validate"), "--cwd", str(place.work), "-o", str(policy)],
+        input=gen.stdout,
+        capture_output=True,
+        cwd=place.work,
+        env=place.env(),
+    )
+    assert val.returncode == 0, val.stderr
+    text = policy.read_text()
+    rules = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    grants = "\n".join(rules).split("filesystem:")[1].split("  deny:")[0]
+    assert ".ssh" not in grants and ".env" not in grants
+    assert "${CWD}/.env" in "\n".join(rules).split("  deny:")[1].split("network:")[0]
+    boxed = wl.run(place, w, inp, wl.sandboxed(policy))
+    assert boxed.status == 0, boxed.stderr
+    assert KEY not in boxed.stdout and "canary-env" not in boxed.stdout
+    assert "notes.txt plain" in boxed.stdout  # the tool itself still works
