@@ -35,8 +35,7 @@ def test_help(box: Box) -> None:
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [([], "no command given"), (["--"], "no command given"),
-     (["--trace", "--", "true"], "--trace is not available")],
+    [([], "no command given"), (["--"], "no command given")],
 )  # fmt: skip
 def test_usage_errors_are_2(box: Box, argv: list[str], message: str) -> None:
     done = run_cli(argv, box=box)

@@ -22,6 +22,10 @@ TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
     import argparse
 
+    from cvg_kernel.plan import Prepared
+
+    from .tracing.tracer import Tracer
+
 DESCRIPTION = """\
 Run CMD under a cvg policy that the kernel enforces: Landlock for files and TCP
 ports, seccomp-bpf for escape-prone syscalls and socket families, rlimits for
@@ -71,7 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         "listed on stderr and in the record",
     )
     p.add_argument(
-        "--trace", action="store_true", help="record and name every denial (not available yet)"
+        "--trace",
+        action="store_true",
+        help="run the tool under strace and name every refused call: one line per distinct "
+        "denial on stderr at the end, each failed call in the record's denials with the "
+        "mechanism that refused it and the policy rule that would grant it (needs strace; "
+        "CVG_TRACE_MODE=bpf traces faster but cannot see seccomp denials)",
     )
     p.add_argument("--record", metavar="PATH", help="write the cvg.run record here")
     p.add_argument(
@@ -149,9 +158,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         _say("no command given (usage: cvg-run [-p POLICY] -- CMD [ARG...])")
         return 2
-    if args.trace:
-        _say("--trace is not available yet: denials are not recorded in this version")
-        return 2
     try:
         return _run(args, command)
     except KeyboardInterrupt:
@@ -169,6 +175,17 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
     home = os.path.expanduser("~")
     run_id = record.new_run_id()
     record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
+    denials: list[dict[str, object]] = []
+    if args.trace:
+        from .strace.tool import StraceNotFound, find_strace
+        from .tracing.tracer import TraceUnavailable, trace_mode
+
+        try:
+            find_strace()
+            trace_mode()
+        except (StraceNotFound, TraceUnavailable) as e:
+            _say(f"--trace: {e}")
+            return EXIT_NOT_STARTED
 
     try:
         planned = planning.plan_for(args.policy, cwd=cwd, home=home)
@@ -216,7 +233,11 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                 outcome = Outcome(status, meaning, detail=message)
                 outcome.started = outcome.ended = time.time()
             else:
+                tracer = None
                 try:
+                    if args.trace:
+                        variables = {"SCRATCH": scratch, "CWD": cwd}
+                        tracer = _tracer(plan, variables, prepared, args.verbose)
                     outcome = supervise(
                         prepared,
                         command,
@@ -224,9 +245,17 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                         wall_clock=plan.get("wall_clock_seconds"),
                         processes=plan.get("processes"),
                         totals=tree_limits(plan),
+                        tracer=tracer,
                     )
+                    if tracer is not None:
+                        denials = tracer.finish(outcome.meaning, outcome.detail)
+                        if args.verbose:
+                            _say(f"trace ({tracer.mode} mode): {len(denials)} distinct failed "
+                                 "calls recorded")  # fmt: skip
                 finally:
                     prepared.close()
+                    if tracer is not None:
+                        tracer.close()
                 if outcome.meaning in ("not_found", "not_executable", "not_started"):
                     _say(outcome.detail or outcome.meaning)
                 elif outcome.meaning in ("wall_clock", "limit"):
@@ -236,7 +265,21 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
             _remove_scratch(scratch)
         elif args.verbose:
             _say(f"kept scratch directory {scratch}")
-    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch)
+    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials)
+
+
+def _tracer(
+    plan: dict[str, object], variables: dict[str, str], prepared: Prepared, verbose: bool
+) -> Tracer:
+    from .tracing.tracer import Tracer
+
+    flt = prepared.filter
+    tracer = Tracer(plan, variables, say=_say, program=flt.errno_program, arch=flt.arch)
+    if verbose:
+        seen = "seccomp denials unseen" if tracer.mode == "bpf" else "seccomp denials included"
+        _say(f"trace: {tracer.strace} in {tracer.mode} mode ({seen})")
+    tracer.prepare_files()
+    return tracer
 
 
 def make_scratch(run_id: str) -> str:
@@ -290,6 +333,7 @@ def _finish(
     record_path: str,
     outcome: Outcome,
     scratch: str | None,
+    denials: list[dict[str, object]] | None = None,
 ) -> int:
     rec = record.build(
         run_id=run_id,
@@ -303,6 +347,8 @@ def _finish(
         allow_degraded=args.allow_degraded,
         scratch=scratch,
         scratch_kept=bool(args.keep_scratch and scratch),
+        traced=bool(args.trace),
+        denials=denials or [],
     )
     try:
         record.write_atomic(record_path, record.dumps(rec))

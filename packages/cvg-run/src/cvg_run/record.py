@@ -56,6 +56,8 @@ def build(
     allow_degraded: bool,
     scratch: str | None,
     scratch_kept: bool,
+    traced: bool = False,
+    denials: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     exit_info: dict[str, Any] = {"status": outcome.status, "meaning": outcome.meaning}
     # cvg.run allows exit.signal only with meaning "signaled": a run ended at a
@@ -82,8 +84,8 @@ def build(
         "peak_rss_kb": outcome.peak_rss_kb,
         "allow_degraded": allow_degraded,
         "degraded": list(plan.get("degraded", [])),
-        "traced": False,
-        "denials": [],
+        "traced": traced,
+        "denials": [dict(d) for d in denials],
         "started": _when(outcome.started),
         "ended": _when(max(outcome.ended, outcome.started)),
     }

@@ -35,6 +35,8 @@ TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
     from typing import Any
 
+    from .tracing.tracer import Tracer
+
 EXIT_WALL_CLOCK = 124
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # After forwarding a signal, how long the tool gets to exit on its own.
@@ -178,6 +180,7 @@ def supervise(
     wall_clock: float | None = None,
     processes: int | None = None,
     totals: TreeLimits | None = None,
+    tracer: Tracer | None = None,
 ) -> Outcome:
     """Run ``argv`` confined by ``prepared`` and supervise it to the end.
 
@@ -185,31 +188,64 @@ def supervise(
     the tool's first process has exited (or the wall clock ran out, or a
     forwarded signal ended it, or it passed ``processes``) and every process it
     started is gone.
+
+    With ``tracer``, strace sits between this process and the tool: the child
+    forked here execs strace, which starts the launcher that confines itself
+    (see cvg_run.tracing). The tool's first process is then strace's child, and
+    the trace says when and how it ended.
     """
     _ensure_subreaper()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     t0 = time.monotonic()
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    trace_r = trace_w = -1
+    strace_argv: list[str] = []
+    if tracer is not None:
+        trace_r, trace_w = os.pipe2(os.O_CLOEXEC)
+        strace_argv = tracer.argv(argv, err_fd=err_w, trace_fd=trace_w)
     with SignalCatcher() as sigs:
         try:
             pid = os.fork()
         except OSError as e:
-            os.close(err_r)
-            os.close(err_w)
+            for fd in (err_r, err_w, trace_r, trace_w):
+                if fd >= 0:
+                    os.close(fd)
             return not_started(f"fork failed: {e.strerror}")
         if pid == 0:
             os.close(err_r)
-            _child(prepared, argv, cwd, err_w)
+            if tracer is None:
+                _child(prepared, argv, cwd, err_w)
+            else:
+                os.close(trace_r)
+                _strace_child(strace_argv, cwd, err_w, [err_w, trace_w, *tracer.child_fds])
         os.close(err_w)
-        failure = read_all(err_r)
-        os.close(err_r)
-        outcome = watch(pid, sigs, t0, wall_clock, processes, totals)
-        if failure:
-            outcome = start_failure(failure)
-        outcome.leftovers = kill_tree()
+        if tracer is None:
+            failure = read_all(err_r)
+            os.close(err_r)
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals)
+        else:
+            os.close(trace_w)
+            tracer.strace_pid = pid
+            tracer.start(trace_r)
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer=tracer)
+            strace_left = _running(pid)
+        if tracer is None:
+            if failure:
+                outcome = start_failure(failure)
+            outcome.leftovers = kill_tree()
+        else:
+            # strace itself is not one of the tool's leftovers.
+            outcome.leftovers = max(kill_tree() - strace_left, 0)
+            tracer.wait()
+            # Every holder of the error pipe is gone now (strace, the launcher; the
+            # tool never had it past exec), so this read ends.
+            failure = read_all(err_r)
+            os.close(err_r)
+            if failure:
+                outcome = start_failure(failure)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    outcome.pid = pid
+    outcome.pid = pid if tracer is None else (tracer.root_pid() or pid)
     outcome.started = started
     outcome.ended = time.time()
     outcome.wall_seconds = time.monotonic() - t0
@@ -218,6 +254,38 @@ def supervise(
     # process ever reaped: exact for one run per process, an upper bound otherwise.
     outcome.peak_rss_kb = after.ru_maxrss
     return outcome
+
+
+def _running(pid: int) -> int:
+    """1 when ``pid`` is alive and not a zombie, else 0."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    return 0 if stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X") else 1
+
+
+def _strace_child(strace_argv: list[str], cwd: str | None, err_w: int, keep: list[int]) -> None:
+    """Between fork and the exec of strace (which starts the launcher). Never
+    returns; a failure goes up the error pipe like the untraced child's."""
+    message = "exec returned"
+    try:
+        for sig in (*FORWARDED, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        if cwd is not None:
+            os.chdir(cwd)
+        # strace writes the trace pipe; the launcher reports on the error pipe and
+        # sends the seccomp listener down the notify socket.
+        for fd in keep:
+            os.set_inheritable(fd, True)
+        os.execv(strace_argv[0], strace_argv)
+    except BaseException as e:
+        message = f"cannot start strace: {e}"
+    try:
+        os.write(err_w, f"{EXIT_NOT_STARTED} {message}".encode()[:4000])
+    finally:
+        os._exit(EXIT_NOT_STARTED)
 
 
 def start_failure(failure: bytes) -> Outcome:
@@ -273,10 +341,19 @@ def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
     return TreeLimits(None if cpu is None else float(cpu), soft(rlimits.get("as")))
 
 
-def _tree_usage(members: Sequence[int]) -> tuple[float, int]:
-    """(CPU seconds, resident bytes) of ``members``, each with what it has reaped."""
+def _tree_usage(members: Sequence[int], reapers: Sequence[int] = ()) -> tuple[float, int]:
+    """(CPU seconds, resident bytes) of ``members``, each with what it has reaped,
+    plus what ``reapers`` (strace, under --trace) reaped, without their own use."""
     ticks = 0
     pages = 0
+    for reaper in reapers:
+        try:
+            with open(f"/proc/{reaper}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        ticks += int(fields[13]) + int(fields[14])
     for member in members:
         try:
             with open(f"/proc/{member}/stat", "rb") as f:
@@ -297,7 +374,10 @@ def watch(
     wall_clock: float | None,
     processes: int | None,
     totals: TreeLimits | None = None,
+    tracer: Tracer | None = None,
 ) -> Outcome:
+    """Wait for the tool's first process to end, or for a limit. ``pid`` is the
+    child this process forked: the tool, or strace under ``tracer``."""
     deadline = None if wall_clock is None else t0 + wall_clock
     if totals is not None and totals.cpu_seconds is None and totals.memory_bytes is None:
         totals = None
@@ -313,16 +393,26 @@ def watch(
     if pidfd >= 0:
         poller.register(pidfd, select.POLLIN)
     poller.register(sigs.read_fd, select.POLLIN)
+    if tracer is not None:
+        poller.register(tracer.wake_r, select.POLLIN)
     try:
         while True:
             status = _reap(pid)
-            if status is not None:
+            if tracer is not None:
+                if tracer.root_status is None and status is not None:
+                    tracer.wait()  # strace is gone: read the rest of the trace
+                if tracer.root_status is not None:
+                    return _traced_exit(*tracer.root_status)
+                if status is not None:
+                    return _exited(status)
+            elif status is not None:
                 return _exited(status)
             now = time.monotonic()
             if sigs.received and forwarded_at is None:
                 forwarded_at = now
+                target = (tracer.root_pid() if tracer is not None else None) or pid
                 for sig in sigs.received:
-                    _signal(pid, sig)
+                    _signal(target, sig)
             if forwarded_at is not None and now - forwarded_at >= FORWARD_GRACE:
                 sig = sigs.received[0]
                 return Outcome(128 + sig, "signaled", signal=sig,
@@ -334,11 +424,13 @@ def watch(
                 # Our own descendants, not the tool's: orphans (double-forked
                 # daemons) re-parent to this subreaper and still count.
                 members = process.descendants(os.getpid())
+                if tracer is not None:
+                    members = [m for m in members if m != pid]
                 detail = None
                 if processes is not None and len(members) > processes:
                     detail = f"more than processes={processes} running at once"
                 elif totals is not None:
-                    cpu, resident = _tree_usage(members)
+                    cpu, resident = _tree_usage(members, () if tracer is None else (pid,))
                     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu += usage.ru_utime + usage.ru_stime - reaped_before
                     if totals.cpu_seconds is not None and cpu > totals.cpu_seconds:
@@ -362,9 +454,30 @@ def watch(
             except InterruptedError:
                 pass
             sigs.drain()
+            if tracer is not None:
+                _drain(tracer.wake_r)
     finally:
         if pidfd >= 0:
             os.close(pidfd)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _traced_exit(how: str, value: int) -> Outcome:
+    """The outcome of a traced run from strace's ``+++`` line for the first process."""
+    if how == "signaled":
+        try:
+            name = signal.Signals(value).name
+        except ValueError:
+            name = f"signal {value}"
+        return Outcome(128 + value, "signaled", signal=value, detail=f"killed by {name}")
+    return Outcome(value, "exited")
 
 
 def _signal(pid: int, sig: int) -> None:

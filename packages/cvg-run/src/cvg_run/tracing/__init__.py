@@ -1,0 +1,1 @@
+"""Tracing a confined run: see tracer.py."""

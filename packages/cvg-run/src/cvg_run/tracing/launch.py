@@ -1,0 +1,85 @@
+"""The launcher strace starts: confine this process with the run's plan, then exec the tool.
+
+strace has to start the process it traces with ``--seccomp-bpf`` (the fast mode
+is not available when attaching), and confinement has to happen between fork and
+exec, so strace runs this small program rather than the tool itself::
+
+    strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan FILE --var ... -- CMD
+
+It imports nothing but cvg_kernel and the standard library, applies the plan
+exactly as the untraced supervisor's child does (rlimits, capabilities,
+no_new_privs, Landlock, seccomp, descriptors close-on-exec; with --notify-fd
+the seccomp filter reports its denials to the supervisor) and execs CMD. A
+failure goes up the error descriptor as ``STATUS message``, the same protocol as
+the untraced child, so cvg-run's exit status and messages do not change with
+--trace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+# Run by `python -I -S -c BOOT PATHS ARGS...`: -S skips site (its imports cost
+# every traced run), so the directories holding cvg_kernel and cvg_run are given.
+BOOT = (
+    "import sys;sys.path[:0]=sys.argv[1].split('\\n');"
+    "from cvg_run.tracing.launch import main;main(sys.argv[2:])"
+)
+
+
+def main(argv: Sequence[str]) -> None:
+    """Never returns: the tool runs, or the launcher exits with the status the
+    untraced run would have."""
+    status = 125
+    message = "exec returned"
+    err_fd = -1
+    try:
+        plan_path = ""
+        variables: dict[str, str] = {}
+        close: list[int] = []
+        notify: int | None = None
+        i = 0
+        while i < len(argv) and argv[i] != "--":
+            flag, value = argv[i], argv[i + 1]
+            if flag == "--err-fd":
+                err_fd = int(value)
+            elif flag == "--plan":
+                plan_path = value
+            elif flag == "--var":
+                name, _, bound = value.partition("=")
+                variables[name] = bound
+            elif flag == "--close-fd":
+                close.append(int(value))
+            elif flag == "--notify-fd":
+                notify = int(value)
+            i += 2
+        command = list(argv[i + 1 :])
+        for fd in close:  # the trace pipe: strace keeps its own copy
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        from cvg_kernel.plan import exec_failure, exec_status, loads, prepare
+
+        with open(plan_path, "rb") as f:
+            plan = loads(f.read())
+        # With a notify socket, apply() installs the filter with its denials as user
+        # notifications and sends the listener to the supervisor (then closes both).
+        prepared = prepare(plan, variables, notify_sock=notify)
+        prepared.apply()
+        try:
+            prepared.execve(command)
+        except OSError as e:
+            status = exec_status(e)
+            message = exec_failure(command[0], e)
+    except BaseException as e:
+        message = f"confinement failed: {e}"
+    try:
+        if err_fd >= 0:
+            os.write(err_fd, f"{status} {message}".encode()[:4000])
+        else:
+            sys.stderr.write(f"cvg-run: {message}\n")
+    finally:
+        os._exit(status)
