@@ -1,0 +1,41 @@
+"""Fixtures for cvg-mcp's tests: a world per test, as root and as an unprivileged user."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import mcphelp
+
+IS_ROOT = os.geteuid() == 0
+
+
+def _identities() -> list[str]:
+    return ["root", "unpriv"] if IS_ROOT else ["self"]
+
+
+@pytest.fixture(params=_identities())
+def world(request: pytest.FixtureRequest) -> Iterator[mcphelp.World]:
+    """A world whose server runs as root, then as the unprivileged user."""
+    user = mcphelp.ensure_unpriv_user() if request.param == "unpriv" else None
+    w = mcphelp.make_world(user)
+    try:
+        yield w
+    finally:
+        mcphelp.remove_world(w)
+
+
+@pytest.fixture
+def rworld() -> Iterator[mcphelp.World]:
+    """A world whose server runs as ourselves only (for what is not about identity)."""
+    w = mcphelp.make_world(None)
+    try:
+        yield w
+    finally:
+        mcphelp.remove_world(w)
