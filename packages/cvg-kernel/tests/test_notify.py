@@ -436,6 +436,36 @@ def test_tool_cannot_take_over_a_closed_listener(identity: pwd.struct_passwd | N
     assert run.seen & ADDR_NO_RANDOMIZE == 0
 
 
+def _own_notify_filter_without_listener() -> str:
+    prog = [
+        (bpf.LD_W_ABS, 0, 0, bpf.SECCOMP_DATA_NR),
+        (bpf.JMP_JEQ_K, 0, 1, NR["personality"]),
+        (bpf.RET_K, 0, 0, bpf.SECCOMP_RET_USER_NOTIF),
+        (bpf.RET_K, 0, 0, bpf.SECCOMP_RET_ALLOW),
+    ]
+    array = (_SockFilter * len(prog))(*(_SockFilter(*i) for i in prog))
+    fprog = _SockFprog(len(prog), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
+    _libc.prctl(38, 1)
+    _libc.syscall(
+        NR["seccomp"],
+        ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
+        ctypes.c_ulong(0),
+        ctypes.byref(fprog),
+    )
+    return attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE))
+
+
+def test_a_tool_can_hide_a_denial_but_not_run_it(identity: pwd.struct_passwd | None) -> None:
+    """A known limit, pinned down: the newest USER_NOTIF verdict wins, so a tool that
+    installs its own listener-less USER_NOTIF filter takes the notification away from
+    the supervisor. The call then fails with ENOSYS, unreported, and never runs."""
+    bare = run_tool(_own_notify_filter_without_listener, identity, "bare", oracle=personality_of)
+    assert bare.value == "ENOSYS"  # the tool's own filter alone already refuses it
+    run = run_tool(_own_notify_filter_without_listener, identity, "notify", oracle=personality_of)
+    assert (run.value, run.seen & ADDR_NO_RANDOMIZE) == ("ENOSYS", 0)
+    assert run.calls == [] and run.served == Served(0, 0, "hangup")
+
+
 def test_pending_call_fails_when_the_supervisor_dies(identity: pwd.struct_passwd | None) -> None:
     """A supervisor that holds the listener but never answers: the call waits, with
     no effect; once that supervisor is killed, the waiting call gets ENOSYS."""
@@ -478,6 +508,31 @@ def test_pending_call_fails_when_the_supervisor_dies(identity: pwd.struct_passwd
     state["thread"].join()
     assert state["during"] == 0 and state["syscall"] == str(NR["personality"])
     assert (run.value, run.seen & ADDR_NO_RANDOMIZE) == ("ENOSYS", 0)
+
+
+def test_a_failing_report_closes_the_listener() -> None:
+    """An exception from on_denial ends the loop loudly (join re-raises it), and the
+    loop's last act is closing the listener: the tool's next denial gets ENOSYS."""
+    state: dict[str, Any] = {}
+
+    def boom(call: NotifiedCall) -> None:
+        raise RuntimeError(f"cannot record {call.name}")
+
+    def serve_badly(sock_fd: int, tool: int) -> None:
+        listener = receive_listener(sock_fd, timeout=10)
+        os.close(sock_fd)
+        state["serving"] = Serving(listener, Filter.build().errno_program, ARCH, boom)
+
+    run = run_tool(
+        lambda: [attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE)) for _ in range(2)],
+        None,
+        "notify",
+        oracle=personality_of,
+        supervisor=serve_badly,
+    )
+    assert run.value == ["EPERM", "ENOSYS"] and run.seen & ADDR_NO_RANDOMIZE == 0
+    with pytest.raises(RuntimeError, match="cannot record personality"):
+        state["serving"].join(timeout=10)
 
 
 def test_ten_thousand_denials(identity: pwd.struct_passwd | None) -> None:

@@ -18,9 +18,13 @@ Why this never allows anything the plain filter refuses, measured on Linux 6.18:
   and a call already waiting for an answer is woken with ENOSYS. It never runs.
 - A supervisor that holds the listener but stops answering leaves the call waiting
   (a hang, never an allow); a signal still interrupts or kills the waiting tool.
-- The tool cannot install a second listener under this one (the kernel answers
-  EBUSY), so no filter of its own can take the notification and continue the call.
-  A USER_NOTIF filter of its own without a listener only turns our answer into ENOSYS.
+- The tool cannot install a listener of its own, which could answer CONTINUE to a
+  call ours refused (the newest filter's USER_NOTIF verdict wins): the kernel
+  answers EBUSY while ours is open, and the notifying program answers EBUSY itself
+  so that this holds after ours is closed too (without it, ``personality`` ran).
+- Known limit: a USER_NOTIF filter of the tool's own, without a listener, takes the
+  notification away from us. The call fails with ENOSYS and never runs, but the
+  denial goes unreported.
 - The listener must never reach the tool: whoever holds it could answer CONTINUE.
   The launcher sends it and closes its copy and the socket before exec.
 
@@ -28,6 +32,13 @@ User notification races on pointer arguments (the tool can change memory while i
 waits), which is why it is never a security boundary; here nothing is decided from
 memory, only from the registers in ``seccomp_data``, and the kernel only ever hears
 "fail with this errno", so the race buys the tool nothing.
+
+Cost, measured on a loaded 2-core x86_64 host (Linux 6.18): a tool denied 10 000
+times in a Python loop took 20-60 us per call (median about 30 us) with this
+supervisor answering, against 4-12 us under the plain filter. The first time a given
+question is asked costs about 120 us more (the interpreter checks the whole program);
+answers are then remembered. Calls the filter allows never reach the supervisor; they
+only pass seven more BPF instructions (the listener check above).
 
 Standard library and ctypes only; struct sizes and ioctl numbers are from
 ``linux/seccomp.h`` (checked against SECCOMP_GET_NOTIF_SIZES when serving starts).
@@ -287,11 +298,12 @@ def serve(
     ``program`` is the plain ERRNO program (``Filter.errno_program``) for ``arch``;
     each call is answered with the errno it gives (see :func:`answer`), then
     ``on_denial`` is called with the :class:`NotifiedCall`. The loop ends on
-    POLLHUP (the last process under the filter is gone) or when ``stop_fd``
-    becomes readable. It takes ownership of ``listener_fd`` and closes it on the
-    way out, whatever the reason, so a tool that outlives the loop gets ENOSYS
-    for its denied calls instead of waiting for an answer. An exception from
-    ``on_denial`` or the kernel ends the loop the same way and propagates.
+    POLLHUP (every process under the filter has exited; zombies do not count,
+    measured) or when ``stop_fd`` becomes readable. It takes ownership of
+    ``listener_fd`` and closes it on the way out, whatever the reason, so a tool
+    that outlives the loop gets ENOSYS for its denied calls instead of waiting for
+    an answer. An exception from ``on_denial`` or the kernel ends the loop the
+    same way and propagates.
 
     A tool cannot hang this loop: it is woken only for notifications that are
     there to take, answering never blocks, and a stop request is seen between any
