@@ -16,6 +16,7 @@ import copy
 import os
 from collections.abc import Mapping, Sequence
 
+from .planning import Planned, _plan_digest
 from .proxy import Allowlist, Proxy, hosts_file_resolver
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -82,6 +83,27 @@ class HostsProxy:
         proxy_env = self.env()
         env["pass"] = [n for n in env.get("pass", []) if n not in proxy_env]
         env_set.update(proxy_env)
+        return out
+
+    def patched(self, planned: Planned) -> Planned:
+        """``planned`` with the patched plan, and the digest of that plan: the record
+        carries the plan that was applied, proxy port included."""
+        plan = self.patch(planned.plan)
+        return Planned(
+            plan,
+            _plan_digest(plan),
+            planned.policy_digest,
+            planned.policy_path,
+            planned.cached,
+            planned.hosts,
+        )
+
+    def record_fields(self) -> dict[str, Any]:
+        """What the run record gains: the proxy's log (stop the proxy first)."""
+        entries, omitted = self.connections()
+        out: dict[str, Any] = {"connections": entries}
+        if omitted:
+            out["connections_omitted"] = omitted
         return out
 
     def connections(self) -> tuple[list[dict[str, Any]], int]:
