@@ -37,7 +37,15 @@ from cvg_kernel import _libc, _syscall_table, bpf, notify
 from cvg_kernel.cli import main
 from cvg_kernel.notify import NotifiedCall, NotifyError, Served, Serving, receive_listener
 from cvg_kernel.plan import prepare
-from cvg_kernel.seccomp import Filter, _SockFilter, _SockFprog
+from cvg_kernel.seccomp import (
+    AUDIT_ARCH,
+    ENOSYS_VERDICT,
+    NOTIFY_PREFIX_LEN,
+    Filter,
+    _SockFilter,
+    _SockFprog,
+    compile_spec,
+)
 
 ARCH = _libc.machine()
 NR = _syscall_table.TABLES[ARCH]
@@ -657,6 +665,15 @@ def test_launcher_refuses_a_bad_notify_fd(world_dir: Path) -> None:
             out = spawn(lambda fd=fd: main(["--plan", str(plan), "--notify-fd", fd, "--", "true"]))
             assert out.exitcode == 2
             assert out.stderr.decode() == f"cvg-exec: --notify-fd {fd}: not an open socket\n"
+        a, b = socket.socketpair()
+        out = spawn(
+            lambda: main(["--plan", str(plan), "--notify-fd", "0", "--", "true"]),
+            before=lambda: os.dup2(a.fileno(), 0),
+        )
+        a.close()
+        b.close()
+        assert out.exitcode == 2
+        assert out.stderr == b"cvg-exec: --notify-fd 0: 0, 1 and 2 are the command's stdio\n"
     finally:
         os.close(r)
         os.close(w)
@@ -691,35 +708,52 @@ def test_ioctl_numbers_and_sizes_match_the_kernel() -> None:
     assert notify.kernel_sizes() == (80, 24, 64)
 
 
-def test_notifying_program_changes_only_denials() -> None:
-    plain = Filter.build()
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"deny_errno": "ENOSYS"},
+        {"sockets": [{"family": "unix"}], "kill": ["getpid"], "enosys": ["clone3", "rseq"]},
+    ],
+)
+def test_notifying_program_changes_only_denials(arch: str, spec: dict[str, Any]) -> None:
+    """For every syscall number of the table and a spread of arguments: the same
+    verdict, or USER_NOTIF exactly where the plain program answered an ERRNO
+    denial (not its ENOSYS verdict, even when the denial errno is ENOSYS too)."""
+    compiled = compile_spec(arch, **spec)
+    comments = [c for _, c in compiled.annotated]
+    plain = Filter.build(arch, **spec)
     notifying = plain.with_listener()
     assert plain.instructions == plain.errno_program == notifying.errno_program
-    body = notifying.instructions[7:]
-    assert len(body) == len(plain.instructions)
-    for before, after in zip(plain.instructions, body, strict=True):
-        if before == after:
-            continue
-        assert before[0] == bpf.RET_K and before[3] & 0xFFFF0000 == bpf.SECCOMP_RET_ERRNO
-        assert before[3] != bpf.ret_errno(errno.ENOSYS)
-        assert after == (bpf.RET_K, 0, 0, bpf.SECCOMP_RET_USER_NOTIF)
-    audit = bpf.AUDIT_ARCH_X86_64 if ARCH == "x86_64" else bpf.AUDIT_ARCH_AARCH64
-    # Every call in the plain program gets the same verdict, or USER_NOTIF for a denial.
-    for name in ("read", "unshare", "ptrace", "clone3", "socket", "personality"):
-        p = bpf.evaluate(plain.instructions, NR[name], audit, [CLONE_NEWUSER, 3])
-        n = bpf.evaluate(notifying.instructions, NR[name], audit, [CLONE_NEWUSER, 3])
-        denial = p & 0xFFFF0000 == bpf.SECCOMP_RET_ERRNO and p != bpf.ret_errno(errno.ENOSYS)
-        assert n == (bpf.SECCOMP_RET_USER_NOTIF if denial else p), name
-    # The one addition: seccomp() asking for a listener.
+    assert notifying.instructions[NOTIFY_PREFIX_LEN - 1] == (
+        bpf.RET_K, 0, 0, bpf.ret_errno(errno.EBUSY)
+    )  # fmt: skip
+    audit = AUDIT_ARCH[arch]
+    numbers = _syscall_table.TABLES[arch]
+    arg_sets = [[0, 0, 0, 0], [CLONE_NEWUSER, 3, 0, 0], [AF_INET, SOCK_DGRAM, 0, 0x20000000],
+                [38, 3, 0x5412, 0]]  # fmt: skip
+    notified = 0
+    for nr in [*numbers.values(), 0x40000000 + 1, max(numbers.values()) + 1]:
+        for args in arg_sets:
+            action, visited = bpf.trace(plain.instructions, nr, audit, args)
+            by_design = comments[visited[-1]] == ENOSYS_VERDICT
+            denial = action & 0xFFFF0000 == bpf.SECCOMP_RET_ERRNO and not by_design
+            expected = bpf.SECCOMP_RET_USER_NOTIF if denial else action
+            assert bpf.evaluate(notifying.instructions, nr, audit, args) == expected, (nr, args)
+            notified += denial
+    assert notified > 50
+    # The one addition: seccomp() asking for a listener of its own.
     listen = [SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER]
-    assert bpf.evaluate(plain.instructions, NR["seccomp"], audit, listen) == bpf.SECCOMP_RET_ALLOW
-    assert bpf.evaluate(notifying.instructions, NR["seccomp"], audit, listen) == bpf.ret_errno(
+    seccomp_nr = numbers["seccomp"]
+    assert bpf.evaluate(plain.instructions, seccomp_nr, audit, listen) == bpf.SECCOMP_RET_ALLOW
+    assert bpf.evaluate(notifying.instructions, seccomp_nr, audit, listen) == bpf.ret_errno(
         errno.EBUSY
     )
-    assert bpf.evaluate(notifying.instructions, NR["seccomp"], audit, [1, 0]) == (
+    assert bpf.evaluate(notifying.instructions, seccomp_nr, audit, [1, 0]) == (
         bpf.SECCOMP_RET_ALLOW
     )
-    assert bpf.evaluate(notifying.instructions, NR["seccomp"], 0x40000003, listen) == (
+    assert bpf.evaluate(notifying.instructions, seccomp_nr, 0x40000003, listen) == (
         bpf.SECCOMP_RET_KILL_PROCESS
     )
 

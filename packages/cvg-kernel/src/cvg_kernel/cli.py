@@ -42,7 +42,8 @@ reporting denials (--notify-fd N):
 
 exit status:
   the command's own status once it runs;
-  2    usage error (including a --notify-fd that is not an open socket);
+  2    usage error (including a --notify-fd that is not an open socket, or is
+       0, 1 or 2);
   125  the command was not started (bad plan, confinement failed);
   126  the command could not be executed (including a missing execute grant);
   127  the command was not found.
@@ -100,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not sep or not name:
                 raise _Usage(f"--var {item!r}: expected NAME=VALUE")
             variables[name] = value
+        if args.notify_fd is not None and args.notify_fd < 3:
+            raise _Usage(f"--notify-fd {args.notify_fd}: 0, 1 and 2 are the command's stdio")
         if args.notify_fd is not None and not _is_socket(args.notify_fd):
             raise _Usage(f"--notify-fd {args.notify_fd}: not an open socket")
         plan = loads(_read(args.plan))

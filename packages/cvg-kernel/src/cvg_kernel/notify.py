@@ -170,6 +170,9 @@ class Handover:
     """
 
     def __init__(self, sock_fd: int) -> None:
+        if sock_fd < 3:
+            # It is closed before exec: that would take the command's stdio away.
+            raise ValueError(f"notify socket {sock_fd} is one of the command's stdio (0-2)")
         mode = os.fstat(sock_fd).st_mode
         if not stat.S_ISSOCK(mode):
             raise OSError(_errno.ENOTSOCK, f"descriptor {sock_fd} is not a socket")

@@ -255,7 +255,8 @@ def prepare(
     With ``notify_sock`` (an inherited AF_UNIX socket), ``apply`` installs the
     seccomp filter with its denials turned into user notifications and sends the
     listener down that socket, then closes both; the supervisor at the other end
-    answers them (:mod:`cvg_kernel.notify`). Raises OSError if it is not a socket.
+    answers them (:mod:`cvg_kernel.notify`). Raises OSError if it is not a socket,
+    ValueError if it is 0, 1 or 2.
     """
     check_envelope(plan)
     handover = None
