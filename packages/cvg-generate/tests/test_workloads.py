@@ -10,6 +10,10 @@ file names in another subdirectory of the working directory.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,8 +41,14 @@ def _learned(name: str, base: Path) -> tuple[wl.Place, Path]:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("workloads")
+def base() -> Iterator[Path]:
+    # Not under pytest's own temporary root (mode 0700): the unprivileged user works here.
+    root = Path(tempfile.mkdtemp(prefix="cvg-generate-workloads-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _same(bare: wl.Outcome, boxed: wl.Outcome) -> None:
@@ -81,3 +91,16 @@ def test_policy_holds_for_a_second_input(name: str, base: Path) -> None:
     with wl.with_server(w):
         bare = wl.run(place, w, w.second, [])
         _same(bare, wl.run(place, w, w.second, wl.sandboxed(policy)))
+
+
+@pytest.mark.parametrize("name", list(BY_NAME))
+def test_policy_holds_for_an_unprivileged_user(name: str, base: Path) -> None:
+    # Learned as root; run by cvgtest, bare and under the policy (the first input).
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create and become the unprivileged user")
+    user = wl.unpriv_user()
+    w = BY_NAME[name]
+    place, policy = _learned(name, base)
+    with wl.with_server(w):
+        bare = wl.run_as(user, place, w, w.first, None)
+        _same(bare, wl.run_as(user, place, w, w.first, policy))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -363,6 +364,57 @@ def run(
         text=True,
         timeout=120,
     )
+    return Outcome(proc.returncode, proc.stdout, wait() if wait else "", proc.stderr)
+
+
+UNPRIV_USER: Final = "cvgtest"
+
+
+def unpriv_user() -> pwd.struct_passwd:
+    """The unprivileged test user, created once (as cvg-run's tests create it)."""
+    try:
+        return pwd.getpwnam(UNPRIV_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             UNPRIV_USER],
+            check=True,
+        )  # fmt: skip
+        return pwd.getpwnam(UNPRIV_USER)
+
+
+def give_to(place: Place, user: pwd.struct_passwd) -> None:
+    """Hand the working directory and the home over to ``user``."""
+    for top in (place.work, place.home):
+        for dirpath, dirnames, filenames in os.walk(top):
+            for n in [dirpath, *(os.path.join(dirpath, x) for x in dirnames + filenames)]:
+                os.chown(n, user.pw_uid, user.pw_gid)
+
+
+SITE: Final = str(next(BIN.parent.glob("lib/python3*/site-packages")))
+LAUNCH: Final = (
+    "import site, sys; site.addsitedir(sys.argv.pop(1)); sys.argv[0] = 'cvg-run'; "
+    "from cvg_run.cli import run; run()"
+)
+
+
+def run_as(
+    user: pwd.struct_passwd, place: Place, w: Workload, inp: Input, policy: Path | None
+) -> Outcome:
+    """The input's command as ``user``: bare (``policy`` None), or under cvg-run, started
+    by the system's python with this environment's packages (the interpreter running
+    the tests may be unreadable to that user)."""
+    place.reset(inp)
+    give_to(place, user)
+    argv = list(inp.argv)
+    if policy is not None:
+        launcher = ["/usr/bin/python3.11", "-c", LAUNCH, SITE]
+        argv = [*launcher, "-p", str(policy), "--", *argv]
+    wait = w.beside(PORT_SERVER) if w.beside is not None else None
+    proc = subprocess.run(
+        argv, cwd=place.work, env=place.env(), capture_output=True, text=True, timeout=120,
+        user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+    )  # fmt: skip
     return Outcome(proc.returncode, proc.stdout, wait() if wait else "", proc.stderr)
 
 
