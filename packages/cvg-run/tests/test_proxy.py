@@ -573,3 +573,24 @@ def test_the_log_is_bounded(echo: tuple[str, int]) -> None:
             s.close()
     assert len(proxy.log) == 3
     assert proxy.omitted == 2
+
+
+def test_a_fault_in_one_connection_does_not_stop_the_loop(
+    echo: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, port = echo
+    real = Allowlist.judge
+
+    def judge(self: Allowlist, host: str, p: int) -> tuple[str | None, str, str | None]:
+        if host == "boom.test":
+            raise RuntimeError("injected")
+        return real(self, host, p)
+
+    monkeypatch.setattr(Allowlist, "judge", judge)
+    with make_proxy(port) as proxy:
+        s, head = connect_via(proxy, "boom.test", port)
+        assert head == b""  # closed without an answer
+        s.close()
+        s, head = connect_via(proxy, "allowed.test", port)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        s.close()

@@ -409,11 +409,17 @@ class Proxy:
                 self._relay(conn, sock, mask)
             elif conn.state == "closing":
                 self._flush_and_close(conn)
+        except (BlockingIOError, InterruptedError):
+            return  # readiness that did not hold: the next event will come
         except OSError as e:
             if conn.state == "connecting":
                 self._connect_next(conn, e)
             else:
                 self._close(conn, f"connection error: {_why(e)}")
+        except Exception as e:
+            # A fault here must cost this connection, never the loop every other
+            # connection of the run depends on.
+            self._close(conn, f"internal error: {type(e).__name__}: {e}")
 
     def _relay(self, conn: _Conn, sock: object, mask: int) -> None:
         up = conn.upstream
