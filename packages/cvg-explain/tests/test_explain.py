@@ -418,3 +418,20 @@ def test_merged_fixes_are_consistent(make_record: MakeRecord, tmp_path: Path) ->
     assert policy.ipc.signal_outside is True
     assert fixes.highest == "high"
     assert len(fixes.changes) == 4
+
+
+def test_tcp_socket_refused_for_want_of_any_tcp_grant(
+    make_record: MakeRecord, tmp_path: Path
+) -> None:
+    denial = {
+        "syscall": "socket",
+        "mechanism": "seccomp",
+        "errno": "EAFNOSUPPORT",
+        "detail": "seccomp: socket(0x2, 0x80001, 0x6, 0x0, 0x0, 0x0) = -1 EAFNOSUPPORT",
+    }
+    e = _one(make_record, tmp_path, denial, "version: 1\n")
+    assert e.rule == "network.tcp_connect" and e.fix is None
+    assert "grants no TCP port" in e.cause
+    # With some TCP grant, a refused stream socket is MPTCP or SCTP: no policy allows it.
+    e = _one(make_record, tmp_path, denial, "version: 1\nnetwork:\n  tcp_connect: [443]\n")
+    assert e.rule is None and e.fix is None and "no policy can allow it" in e.cause

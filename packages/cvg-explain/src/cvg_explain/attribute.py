@@ -432,11 +432,24 @@ def _socket(d: Denial, ctx: Context) -> Finding:
             change,
             risk_of(change, ctx),
         )
-    if family in ("INET", "INET6") and kind in ("STREAM", None) and d.errno != "EAFNOSUPPORT":
+    if family in ("INET", "INET6") and kind in ("STREAM", None):
+        net = ctx.policy.network
+        if not (net.tcp_connect or net.tcp_bind or net.hosts):
+            # No TCP grant at all: the filter refuses TCP sockets outright, so the tool
+            # never got as far as naming a port, and no exact fix can be written.
+            return Finding(
+                f"{d.syscall}(AF_{family}, SOCK_STREAM) was refused: the policy grants no "
+                "TCP port, so TCP sockets are not allowed at all; the port the tool wanted "
+                "is unknown (it never reached connect or bind): add that port to "
+                "network.tcp_connect (or network.tcp_bind), then run with --trace again "
+                "to check it",
+                "network.tcp_connect",
+            )
         return Finding(
-            f"{d.syscall}(AF_{family}) was refused by the seccomp filter although TCP "
-            "sockets are always allowed (ports are what a policy grants)",
-            d.rule,
+            f"{d.syscall}(AF_{family}) was refused although the policy grants TCP ports: "
+            "only plain TCP (protocol 0 or 6) is allowed, not MPTCP or SCTP, whose "
+            "connections Landlock's port rules do not see; no policy can allow it",
+            None,
         )
     what = f"AF_{family}" if family else "this socket family"
     if kind:

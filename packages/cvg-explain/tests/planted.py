@@ -1,0 +1,184 @@
+"""Run the real cvg-run and cvg-explain, as root or as the unprivileged user.
+
+Each is a fresh process: as root, the console scripts of this environment; as
+``cvgtest``, ``/usr/bin/python3.11`` with this environment's site-packages added,
+because the interpreter behind the environment lives under /root (mode 0700) and an
+unprivileged user cannot run it. Tools run under ``/usr/bin/python3``, which every
+user can read.
+
+Oracles are outside the code under test: a tool's exit status and output, a
+listener's received bytes, a file's content, a process's death seen by waitpid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cvg_run.planning import default_policy_bytes
+
+UNPRIV_USER = "cvgtest"
+PY = "/usr/bin/python3"
+BIN = Path(sys.executable).parent
+SITE = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+_LAUNCH = "import site, sys; site.addsitedir({site!r}); from {module} import run; run()"
+_MODULES = {"cvg-run": "cvg_run.cli", "cvg-explain": "cvg_explain.cli"}
+
+
+def ensure_unpriv_user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(UNPRIV_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             UNPRIV_USER],
+            check=True,
+        )  # fmt: skip
+        return pwd.getpwnam(UNPRIV_USER)
+
+
+@dataclass(frozen=True)
+class Who:
+    """Who runs everything: root (user None) or the unprivileged user."""
+
+    name: str
+    user: pwd.struct_passwd | None
+
+    def popen_args(self) -> dict[str, Any]:
+        if self.user is None:
+            return {}
+        return {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
+
+
+@dataclass
+class Box:
+    """A world-writable directory per test: home, state, cache, tmp, cwd, data."""
+
+    root: Path
+
+    @classmethod
+    def make(cls) -> Box:
+        root = Path(tempfile.mkdtemp(prefix="cvg-explain-test-"))
+        root.chmod(0o777)
+        for name in ("home", "state", "cache", "tmp", "cwd", "data"):
+            (root / name).mkdir()
+            (root / name).chmod(0o777)
+        return cls(root)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "cwd"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.root / "home"),
+            "XDG_STATE_HOME": str(self.root / "state"),
+            "XDG_CACHE_HOME": str(self.root / "cache"),
+            "TMPDIR": str(self.root / "tmp"),
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+        }
+
+    def write(self, path: Path, text: str, mode: int = 0o666) -> Path:
+        path.write_text(text)
+        path.chmod(mode)
+        return path
+
+
+def default_policy() -> dict[str, Any]:
+    data = yaml.safe_load(default_policy_bytes())
+    assert isinstance(data, dict)
+    data["resources"]["wall_clock_seconds"] = 60
+    return data
+
+
+def write_policy(box: Box, data: dict[str, Any], name: str = "p.yaml") -> Path:
+    """The policy as YAML with a comment on top, which every fix must keep."""
+    text = "# planted: one grant is missing\n" + yaml.safe_dump(data, sort_keys=False)
+    return box.write(box.cwd / name, text)
+
+
+def run(
+    who: Who,
+    argv: Sequence[str],
+    box: Box,
+    *,
+    timeout: float = 90,
+    stdin: bytes = b"",
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv),
+        cwd=box.cwd,
+        env=box.env,
+        input=stdin.decode(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **who.popen_args(),
+    )
+
+
+def tool_argv(tool: Path, *args: str) -> list[str]:
+    return [PY, str(tool), *args]
+
+
+def cli_argv(who: Who, prog: str, *args: str) -> list[str]:
+    if who.user is None:
+        return [str(BIN / prog), *args]
+    return ["/usr/bin/python3.11", "-c", _LAUNCH.format(site=SITE, module=_MODULES[prog]), *args]
+
+
+def cvg_run(
+    who: Who, box: Box, *args: str, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    return run(who, cli_argv(who, "cvg-run", *args), box, timeout=timeout)
+
+
+def cvg_explain(who: Who, box: Box, *args: str) -> subprocess.CompletedProcess[str]:
+    return run(who, cli_argv(who, "cvg-explain", *args), box)
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def patched(policy_text: str, diff: str, where: Path) -> str:
+    """``policy_text`` with ``diff`` applied by patch(1) in a directory of its own."""
+    where.mkdir(exist_ok=True)
+    target = where / "p.yaml"
+    target.write_text(policy_text)
+    subprocess.run(
+        ["patch", "-p0", "--quiet", "--no-backup-if-mismatch"],
+        input=diff.encode(),
+        cwd=where,
+        check=True,
+    )
+    return target.read_text()
+
+
+def owned_by(who: Who, *paths: Path) -> None:
+    if who.user is not None:
+        for p in paths:
+            os.chown(p, who.user.pw_uid, who.user.pw_gid)
