@@ -29,6 +29,7 @@ from runhelp import PY, Box, Ran, load_record, make_policy, procs_with, run_main
 import cvg_kernel.notify
 import cvg_kernel.seccomp  # noqa: F401
 import cvg_run.strace.tool
+import cvg_run.tracing.denials
 import cvg_run.tracing.judge
 import cvg_run.tracing.launch
 import cvg_run.tracing.tracer  # noqa: F401

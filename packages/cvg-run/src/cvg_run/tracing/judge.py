@@ -88,6 +88,11 @@ _ARG_CHECKS: Final = {
     "sendmsg": "TCP fast open connects past Landlock's port check; never granted",
     "sendmmsg": "TCP fast open connects past Landlock's port check; never granted",
 }
+# Rights checked on the directory a file is made in or removed from.
+_DIRECTORY_RIGHTS: Final = frozenset(
+    {"make_char", "make_dir", "make_reg", "make_sock", "make_fifo", "make_block", "make_sym",
+     "remove_dir", "remove_file"}
+)  # fmt: skip
 # Errors that say a call was refused (as opposed to a file missing, a bad argument).
 _REFUSALS: Final = frozenset({"EACCES", "EPERM", "EXDEV"})
 
@@ -101,6 +106,7 @@ class Verdict:
     rule: str | None = None
     reason: str = ""  # the parenthesised part of the stderr line
     what: str = ""  # "open /x for read", "connect tcp port 8080"
+    resolved: str | None = None  # the file Landlock judged, when links lead elsewhere
 
     @property
     def blames_cvg(self) -> bool:
@@ -342,6 +348,30 @@ class Judge:
         return self._path(event, flags, mode, what)
 
     def _path(self, event: RawEvent, flags: str, mode: str, what: str) -> Verdict:
+        verdict = self._path_rights(event, flags, mode, what)
+        path = event.path
+        if verdict.mechanism != "landlock_fs" or path is None or verdict.right == "refer":
+            return verdict
+        # Landlock judges where symbolic links lead: name that file, since the grant
+        # has to cover it, not the name the tool used.
+        if verdict.right in _DIRECTORY_RIGHTS:
+            parent = posixpath.dirname(path) or "/"
+            real_parent = _realpath(parent)
+            if real_parent != parent:
+                verdict.resolved = posixpath.join(real_parent, posixpath.basename(path))
+                verdict.reason = verdict.reason.replace(
+                    "its directory", f"{real_parent}, where its directory leads", 1
+                )
+        elif "interpreter" not in verdict.reason:
+            real = _realpath(path)
+            if real != path:
+                verdict.resolved = real
+                verdict.reason = verdict.reason.replace(
+                    "covers it", f"covers {real}, where it leads", 1
+                )
+        return verdict
+
+    def _path_rights(self, event: RawEvent, flags: str, mode: str, what: str) -> Verdict:
         path = event.path
         assert path is not None
         op = event.op

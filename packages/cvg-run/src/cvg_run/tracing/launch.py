@@ -4,7 +4,7 @@ strace has to start the process it traces with ``--seccomp-bpf`` (the fast mode
 is not available when attaching), and confinement has to happen between fork and
 exec, so strace runs this small program rather than the tool itself::
 
-    strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan FILE --var ... -- CMD
+    strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan-fd M --var ... -- CMD
 
 It imports nothing but cvg_kernel and the standard library, applies the plan
 exactly as the untraced supervisor's child does (rlimits, capabilities,
@@ -29,6 +29,22 @@ BOOT = (
 )
 
 
+class _LazyModule(type(sys)):  # type: ignore[misc]
+    """A module that imports the real one on first use.
+
+    cvg_kernel.plan imports json at the top but only its loads() uses it, and json
+    brings re and enum: half the launcher's import time, paid on every traced run
+    for nothing (the plan arrives in marshal form).
+    """
+
+    def __getattr__(self, name: str) -> object:
+        import importlib
+
+        module = str(self.__dict__["__name__"])
+        del sys.modules[module]
+        return getattr(importlib.import_module(module), name)
+
+
 def main(argv: Sequence[str]) -> None:
     """Never returns: the tool runs, or the launcher exits with the status the
     untraced run would have."""
@@ -36,7 +52,7 @@ def main(argv: Sequence[str]) -> None:
     message = "exec returned"
     err_fd = -1
     try:
-        plan_path = ""
+        plan_fd = -1
         variables: dict[str, str] = {}
         close: list[int] = []
         notify: int | None = None
@@ -45,8 +61,8 @@ def main(argv: Sequence[str]) -> None:
             flag, value = argv[i], argv[i + 1]
             if flag == "--err-fd":
                 err_fd = int(value)
-            elif flag == "--plan":
-                plan_path = value
+            elif flag == "--plan-fd":
+                plan_fd = int(value)
             elif flag == "--var":
                 name, _, bound = value.partition("=")
                 variables[name] = bound
@@ -61,10 +77,15 @@ def main(argv: Sequence[str]) -> None:
                 os.close(fd)
             except OSError:
                 pass
-        from cvg_kernel.plan import exec_failure, exec_status, loads, prepare
+        import marshal
 
-        with open(plan_path, "rb") as f:
-            plan = loads(f.read())
+        sys.modules.setdefault("json", _LazyModule("json"))
+        from cvg_kernel.plan import check_envelope, exec_failure, exec_status, prepare
+
+        # The plan, as cvg-run checked and compiled it, in a memfd (marshal: no json).
+        with open(plan_fd, "rb") as f:
+            plan = marshal.loads(f.read())
+        check_envelope(plan)
         # With a notify socket, apply() installs the filter with its denials as user
         # notifications and sends the listener to the supervisor (then closes both).
         prepared = prepare(plan, variables, notify_sock=notify)

@@ -33,18 +33,16 @@ Three modes (``CVG_TRACE_MODE``), named in ``-v`` output:
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..strace.events import RawEvent, Tracker
-from ..strace.parse import Record, TraceParser, parse_fd, string_arg
 from ..strace.tool import StraceNotFound, find_strace
-from .judge import Judge, Verdict
 from .launch import BOOT
+
+if TYPE_CHECKING:
+    from .denials import DenialLog
 
 __all__ = ["MODES", "TRACED", "TraceUnavailable", "Tracer"]
 
@@ -67,17 +65,6 @@ TRACED: Final = (
 )  # fmt: skip
 # Seen only when every call stops (ptrace mode): seccomp refuses these before strace.
 _PTRACE_EXTRA: Final = ("socket", "memfd_create")
-
-MAX_DENIALS: Final = 10_000
-MAX_LINES: Final = 50
-_IGNORED: Final = frozenset(
-    {"EINPROGRESS", "ERESTARTSYS", "ERESTARTNOINTR", "ERESTARTNOHAND", "ERESTART_RESTARTBLOCK"}
-)
-_FORKS: Final = frozenset({"clone", "fork", "vfork", "clone3"})
-_HOW_FLAGS: Final = re.compile(r"flags=([A-Z0-9_|]+)")
-_OPEN_FLAG_ARG: Final = {"open": 1, "openat": 2, "creat": -1}
-_FAMILY_NAMES: Final = {1: "unix", 2: "inet", 10: "inet6", 16: "netlink", 17: "packet"}
-_TYPE_NAMES: Final = {1: "stream", 2: "dgram", 3: "raw", 5: "seqpacket"}
 
 
 class TraceUnavailable(Exception):
@@ -136,22 +123,13 @@ class Tracer:
         self.plan = plan
         self.variables = variables
         self.say = say
-        self.judge = Judge(plan, variables)
-        self.parser = TraceParser()
-        self.tracker = Tracker(variables.get("CWD"), skip_execs=1)
-        self.tracker.parser = self.parser
-        self.denials: list[dict[str, Any]] = []
-        self.verdicts: list[Verdict] = []
-        self._seen: dict[tuple[Any, ...], int] = {}
-        self._counts: list[int] = []
-        self.dropped = 0
-        self.root_status: tuple[str, int] | None = None  # ("exited", N) / ("signaled", SIG)
+        # Made by the reader thread (see start): it imports the strace reader.
+        self.log: DenialLog | None = None
+        self._ready = threading.Event()
         self.wake_r, self.wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread: threading.Thread | None = None
-        self._private: str | None = None
-        self.plan_path: str | None = None
+        self.plan_fd = -1
         self.strace_pid: int | None = None
-        self._lock = threading.Lock()
         # The seccomp notification channel (notify mode): our end, the launcher's.
         self.program = tuple(program)
         self.arch = arch
@@ -170,25 +148,27 @@ class Tracer:
     @property
     def child_fds(self) -> list[int]:
         """Descriptors strace and the launcher inherit, besides the two pipes."""
-        return [self._theirs] if self._theirs >= 0 else []
+        return [fd for fd in (self.plan_fd, self._theirs) if fd >= 0]
 
     # ---------------------------------------------------------------- starting
 
     def prepare_files(self) -> None:
-        """Write the plan where the launcher reads it: a private directory."""
-        import json
-        import tempfile
+        """Put the plan where the launcher reads it: a memfd it inherits, so no file
+        in the filesystem holds it, and in marshal form, which it reads without json."""
+        import marshal
 
-        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self._private = tempfile.mkdtemp(prefix="cvg-trace-", dir=base)
-        self.plan_path = os.path.join(self._private, "plan.json")
-        with open(self.plan_path, "w") as f:
-            json.dump(self.plan, f)
+        fd = os.memfd_create("cvg-plan", os.MFD_CLOEXEC)
+        data = marshal.dumps(self.plan)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.plan_fd = fd
 
     def argv(self, command: Sequence[str], *, err_fd: int, trace_fd: int) -> list[str]:
         """strace's command line: it writes to descriptor ``trace_fd`` and starts the
         launcher, which reports a failure on ``err_fd``."""
-        assert self.plan_path is not None
+        assert self.plan_fd >= 0, "prepare_files() first"
         calls = list(TRACED)
         if self.mode == "ptrace":
             from cvg_kernel.seccomp import DEFAULT_DENY
@@ -203,7 +183,8 @@ class Tracer:
             argv.append("--seccomp-bpf")
         argv += ["-o", f"/proc/self/fd/{trace_fd}", "--"]
         argv += [_launcher_python(), "-I", "-S", "-c", BOOT, "\n".join(_import_roots())]
-        argv += ["--err-fd", str(err_fd), "--close-fd", str(trace_fd), "--plan", self.plan_path]
+        argv += ["--err-fd", str(err_fd), "--close-fd", str(trace_fd)]
+        argv += ["--plan-fd", str(self.plan_fd)]
         if self._theirs >= 0:
             argv += ["--notify-fd", str(self._theirs)]
         for name, value in self.variables.items():
@@ -215,6 +196,9 @@ class Tracer:
         notifications once the launcher has sent the listener."""
         self._thread = threading.Thread(target=self._read, args=(trace_r,), daemon=True)
         self._thread.start()
+        if self.plan_fd >= 0:
+            os.close(self.plan_fd)  # strace and the launcher have theirs
+            self.plan_fd = -1
         if self._theirs >= 0:
             os.close(self._theirs)
             self._theirs = -1
@@ -238,33 +222,32 @@ class Tracer:
         except Exception as e:
             self.notify_error = f"{type(e).__name__}: {e}"
 
-    def _notified(self, call: Any) -> None:
-        """One call cvg's seccomp filter refused, reported by the notification loop."""
-        self.notified += 1
-        name = str(call.name)
-        args = tuple(call.args)
-        event = RawEvent(call.pid, "other", name, str(call.errno), time.time())
-        if name == "socket" and len(args) >= 2:
-            event.op = "socket"
-            family = args[0] & 0xFFFFFFFF
-            event.family = _FAMILY_NAMES.get(family, family)
-            event.sock_type = _TYPE_NAMES.get(args[1] & 0xF)
-        verdict = self.judge(event, from_seccomp=True)
-        registers = ", ".join(hex(a) for a in args)
-        self._add(event, verdict, None, f"{name}({registers}) = -1 {call.errno}")
+    @property
+    def root_status(self) -> tuple[str, int] | None:
+        """How the tool's first process ended, once the trace has said so."""
+        return self.log.root_status if self.log is not None else None
 
     def root_pid(self) -> int | None:
-        return self.tracker.root
+        return self.log.tracker.root if self.log is not None else None
 
-    def in_tree(self, pid: int) -> bool:
-        """Whether ``pid`` is one of the tool's own processes (traced)."""
-        return pid in self.tracker.procs
+    def _new_log(self) -> DenialLog:
+        from .denials import DenialLog
+
+        self.log = DenialLog(self.plan, self.variables, self._wake)
+        self._ready.set()
+        return self.log
+
+    def _notified(self, call: Any) -> None:
+        self._ready.wait(30)
+        if self.log is not None:
+            self.log.notified_call(call)
 
     # ---------------------------------------------------------------- reading
 
     def _read(self, fd: int) -> None:
         rest = b""
         try:
+            line = self._new_log().line
             while True:
                 try:
                     chunk = os.read(fd, 1 << 16)
@@ -274,10 +257,10 @@ class Tracer:
                     break
                 lines = (rest + chunk).split(b"\n")
                 rest = lines.pop()
-                for line in lines:
-                    self._line(line.decode("utf-8", "surrogateescape"))
+                for text in lines:
+                    line(text.decode("utf-8", "surrogateescape"))
             if rest:
-                self._line(rest.decode("utf-8", "surrogateescape"))
+                line(rest.decode("utf-8", "surrogateescape"))
         finally:
             os.close(fd)
             self._wake()
@@ -287,118 +270,6 @@ class Tracer:
             os.write(self.wake_w, b"x")
         except OSError:
             pass
-
-    def _line(self, line: str) -> None:
-        rec = self.parser.feed(line)
-        if rec is None:
-            return
-        tracker = self.tracker
-        if rec.kind in ("exit", "killed"):
-            if rec.pid == tracker.root and self.root_status is None:
-                if rec.kind == "exit" and rec.status is not None:
-                    self.root_status = ("exited", rec.status)
-                elif rec.status is not None:
-                    self.root_status = ("signaled", rec.status)
-                self._wake()
-            if rec.kind == "killed" and tracker.started:
-                verdict = Judge.killed(rec.name)
-                if verdict is not None:
-                    event = RawEvent(rec.pid, "other", "kill", "", rec.time)
-                    self._add(event, verdict, None, f"killed by {rec.name}")
-            for _ in tracker.feed(rec):
-                pass
-            return
-        if rec.kind != "syscall":
-            return
-        if rec.errno is not None and rec.errno not in _IGNORED:
-            special = self._special(rec)
-            if special is not None:
-                self._judge(special, rec)
-        for event in tracker.feed(rec):
-            if event.result == "ok" or event.result in _IGNORED:
-                continue
-            same = event.pid == rec.pid and event.time == rec.time and event.syscall == rec.name
-            self._judge(event, rec if same else None)
-
-    def _special(self, rec: Record) -> RawEvent | None:
-        """Failed calls the tracker does not make events of."""
-        tracker = self.tracker
-        name = rec.name
-        if name == "execve" and rec.pid == tracker.root and not tracker.started:
-            # The launcher's exec of the tool, after confinement: a missing
-            # execute grant on the tool itself shows here.
-            if tracker.root_execs >= 1 and rec.args:
-                return RawEvent(rec.pid, "execute", name, rec.errno or "", rec.time,
-                                path=string_arg(rec.args[0]))  # fmt: skip
-            return None
-        proc = tracker.procs.get(rec.pid)
-        if proc is None or not proc.recording:
-            return None
-        if name == "ftruncate" and rec.args:
-            fd = parse_fd(rec.args[0])
-            path = fd.path if fd is not None else None
-            return RawEvent(rec.pid, "write", name, rec.errno or "", rec.time, path=path)
-        if name in _FORKS and rec.errno == "EAGAIN":
-            return RawEvent(rec.pid, "other", name, rec.errno, rec.time)
-        return None
-
-    def _judge(self, event: RawEvent, rec: Record | None) -> None:
-        flags = mode = ""
-        if rec is not None:
-            flags, mode = _flags(rec)
-        in_tree = True
-        if event.op == "signal" and event.target_pid is not None:
-            in_tree = self.in_tree(event.target_pid)
-        verdict = self.judge(event, flags=flags, mode=mode, in_tree=in_tree)
-        self._add(event, verdict, rec, None)
-
-    def _add(
-        self, event: RawEvent, verdict: Verdict, rec: Record | None, detail: str | None
-    ) -> None:
-        with self._lock:
-            self._add_locked(event, verdict, rec, detail)
-
-    def _add_locked(
-        self, event: RawEvent, verdict: Verdict, rec: Record | None, detail: str | None
-    ) -> None:
-        # Distinct: the same kind of call on the same target, refused the same way.
-        key = (verdict.what, event.syscall if not verdict.what else "", verdict.mechanism,
-               verdict.right, event.result)  # fmt: skip
-        index = self._seen.get(key)
-        if index is not None:
-            self._counts[index] += 1
-            return
-        if len(self.denials) >= MAX_DENIALS:
-            self.dropped += 1
-            return
-        d: dict[str, Any] = {"id": f"d{len(self.denials) + 1}", "syscall": event.syscall}
-        if event.pid:
-            d["pid"] = event.pid
-        if event.op:
-            d["op"] = event.op
-        if event.path is not None:
-            d["path"] = event.path[:4096]
-        if event.port is not None:
-            d["port"] = event.port
-        if event.result.startswith("E"):
-            d["errno"] = event.result
-        d["mechanism"] = verdict.mechanism
-        if verdict.right is not None:
-            d["right"] = verdict.right
-        if verdict.rule is not None:
-            d["rule"] = verdict.rule
-        if event.time is not None:
-            d["time"] = event.time
-        if detail is None and rec is not None:
-            detail = f"{rec.name}({', '.join(rec.args)}) = {rec.ret} {rec.errno or ''}".rstrip()
-        if verdict.reason:
-            detail = f"{verdict.reason}: {detail}" if detail else verdict.reason
-        if detail:
-            d["detail"] = detail[:3900]
-        self._seen[key] = len(self.denials)
-        self.denials.append(d)
-        self.verdicts.append(verdict)
-        self._counts.append(1)
 
     # ---------------------------------------------------------------- ending
 
@@ -423,57 +294,26 @@ class Tracer:
     def finish(self, meaning: str, detail: str | None) -> list[dict[str, Any]]:
         """The run's denials for the record, after the lines on stderr."""
         self.stop_notify()
-        ended = Judge.ended(meaning, detail)
-        if ended is not None:
-            event = RawEvent(None, "other", "exit", "", None)
-            self._add(event, ended, None, None)
-        printed = 0
-        for d, verdict, count in zip(self.denials, self.verdicts, self._counts, strict=True):
-            if count > 1:
-                d["detail"] = f"{count} times; " + d.get("detail", "")
-                d["detail"] = d["detail"][:4096]
-            if not verdict.blames_cvg:
-                continue
-            printed += 1
-            if printed <= MAX_LINES:
-                self.say(f"denied: {verdict.what} ({verdict.reason})")
-        if printed > MAX_LINES:
-            self.say(f"denied: {printed - MAX_LINES} more; see the run record")
-        if self.dropped:
-            self.say(f"trace: {self.dropped} further failed calls were not recorded")
+        log = self.log if self.log is not None else self._new_log()
+        denials = log.finish(meaning, detail, self.say)
         if self.notify_error:
             self.say(f"trace: seccomp denials may be missing: {self.notify_error}")
-        return self.denials
+        return denials
 
     def close(self) -> None:
         self.stop_notify()
-        for fd in (self.wake_r, self.wake_w, self._stop_r, self._stop_w, self._theirs):
+        for fd in (
+            self.wake_r,
+            self.wake_w,
+            self._stop_r,
+            self._stop_w,
+            self._theirs,
+            self.plan_fd,
+        ):
             if fd < 0:
                 continue
             try:
                 os.close(fd)
             except OSError:
                 pass
-        if self._private is not None:
-            import shutil
-
-            shutil.rmtree(self._private, ignore_errors=True)
-            self._private = None
-
-
-def _flags(rec: Record) -> tuple[str, str]:
-    """(open flags or unlinkat flags, mknod mode) as strace printed them."""
-    name, args = rec.name, rec.args
-    if name == "openat2" and len(args) > 2:
-        m = _HOW_FLAGS.search(args[2])
-        return (m.group(1) if m else ""), ""
-    index = _OPEN_FLAG_ARG.get(name)
-    if index is not None:
-        return (args[index] if 0 <= index < len(args) else ""), ""
-    if name == "unlinkat" and len(args) > 2:
-        return args[2], ""
-    if name == "mknod" and len(args) > 1:
-        return "", args[1]
-    if name == "mknodat" and len(args) > 2:
-        return "", args[2]
-    return "", ""
+        self.plan_fd = self._theirs = -1
