@@ -20,6 +20,7 @@ MAX_POLICY_BYTES: Final = 1 << 20
 EXTENSIONS: Final = ("", ".yaml", ".yml", ".json")
 # A name is plain path text; anything else is either inline text or a mistake.
 _NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,254}")
+_INLINE_START: Final = re.compile(r"\s*(\{|version\s*:)")
 
 
 class Refused(Exception):
@@ -43,8 +44,7 @@ class Chosen:
 def looks_inline(value: str) -> bool:
     """Policy text rather than a name: it spans lines, or it is a JSON object, or it
     starts like a policy (``version:``)."""
-    text = value.lstrip()
-    return "\n" in value or text.startswith("{") or text.startswith("version")
+    return "\n" in value or _INLINE_START.match(value) is not None
 
 
 class PolicyDir:

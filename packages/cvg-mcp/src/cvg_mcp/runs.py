@@ -1,16 +1,20 @@
 """One confined run through a warm ``Sandbox``, with its output capped and a way to
 end it early.
 
-``Sandbox.run`` keeps everything the tool writes in memory, so a tool that prints
-without end would grow this server until the wall clock stops it. Here the same
-helper protocol is driven with a drain that keeps the first ``cap`` bytes of each
-stream and counts (and drops) the rest: the tool is never blocked or signalled for
-writing too much, and the server's memory stays bounded.
+``Sandbox.run`` blocks a thread and keeps everything the tool writes in memory, so
+a tool that prints without end would grow this server until the wall clock stops
+it. Here the same helper protocol is driven from the event loop (no thread
+hand-off per call), and each stream keeps its first ``cap`` bytes and counts (and
+drops) the rest: the tool is never blocked or signalled for writing too much, and
+the server's memory stays bounded.
 
 Ending a run early (the client cancelled the call or went away) means asking its
 runner to stop: the runner is the helper's child that holds this run's pipes, and
 SIGTERM is what it already obeys when its helper dies. It forwards the signal to
 the tool and kills the tool's whole tree.
+
+:class:`Child` is the same for the pieces run as commands (cvg-run --trace,
+cvg-observe, cvg-generate).
 """
 
 from __future__ import annotations
