@@ -23,6 +23,8 @@ CREDENTIAL = re.compile(
     r"|credentials|(^|/)\.env$|/etc/shadow)"
 )
 NEVER = {"decoy", "secret", "failed"}
+OVERLAY = re.compile(r"^/tmp/divergence-overlay-[0-9]+-[0-9]+-[0-9]+/(home|scratch)(/.*)?$")
+FILE_CAPS = ("fs_read", "fs_write", "fs_delete", "secrets_read")
 
 
 def test_all_fixture_reports_are_present() -> None:
@@ -55,6 +57,14 @@ def _check_marks(path: Path, obs: Observation) -> dict[str, int]:
     raws = _raw_observations(path)
     assert obs.partial is True
     assert len(obs.events) == len(raws), "one event per Divergence observation"
+    overlays = {
+        m.group(0) for r in raws if (m := re.match(r"/tmp/divergence-overlay-[^/]+", r["target"]))
+    }
+    if overlays:
+        (overlay,) = overlays
+        assert (obs.home, obs.scratch) == (f"{overlay}/home", [f"{overlay}/scratch"])
+    else:
+        assert (obs.home, obs.scratch) == (None, [])
     seen = {"decoy": 0, "secret": 0, "failed": 0}
     for i, (raw, event) in enumerate(zip(raws, obs.events, strict=True)):
         src = event.source
@@ -84,9 +94,15 @@ def _check_marks(path: Path, obs: Observation) -> dict[str, int]:
         if not (raw["decoy"] or secret or failed):
             assert src["never_grant"] is None, (path.name, i, src)
             assert event.result == "ok"
-        # A dead overlay directory never reaches the observation as a path to grant.
-        if event.path is not None and event.path.startswith("/tmp/divergence-overlay-"):
-            assert src["unresolved"], event
+        # The dead overlay is the observation's home and scratch, so a policy says
+        # ${HOME} and ${SCRATCH} for it, never the overlay's own name.
+        m = OVERLAY.match(raw["target"])
+        plain = not re.search(r"//|/\.\.?(/|$)", raw["target"])
+        if m is not None and plain and raw["capability"] in FILE_CAPS:
+            role, rest = m.group(1), m.group(2) or ""
+            assert event.path is not None
+            assert event.path == (obs.home if role == "home" else obs.scratch[0]) + rest
+            assert src["policy_path"] == ("${HOME}" if role == "home" else "${SCRATCH}") + rest
     return seen
 
 
@@ -123,8 +139,8 @@ def test_token_read_as_fs_read_is_a_secret(capfdbinary: pytest.CaptureFixture[by
     raw = _raw_observations(path)
     assert raw[0]["capability"] == "fs_read" and raw[0]["target"].endswith("divergence-token")
     event = _import(path, capfdbinary).events[0]
-    assert event.path == "${HOME}/.config/divergence-token"
     assert event.source is not None and event.source["secret"]
+    assert event.source["policy_path"] == "${HOME}/.config/divergence-token"
 
 
 def test_host_credential_attempt_is_secret_and_failed(
@@ -151,7 +167,11 @@ def test_both_shapes_agree(capfdbinary: pytest.CaptureFixture[bytes]) -> None:
             ]
 
         assert shape(a) == shape(b), scan.name
+
         # Overlay paths land on the same variables in both, whatever the overlay's name.
-        assert [e.path for e in a.events if e.path and e.path.startswith(("${H", "${S"))] == [
-            e.path for e in b.events if e.path and e.path.startswith(("${H", "${S"))
+        def policy(o: Observation) -> list[Any]:
+            return [(e.source or {})["policy_path"] for e in o.events]
+
+        assert [p for p in policy(a) if p and p.startswith(("${H", "${S"))] == [
+            p for p in policy(b) if p and p.startswith(("${H", "${S"))
         ], scan.name

@@ -64,12 +64,18 @@ def test_merge_appends_renumbered_and_marked() -> None:
     assert all((e.source or {})["origin"] == "report" for e in report_events)
     assert [(e.source or {})["origin"] for e in base_events] == ["baseline"] * 6
     assert [(e.source or {})["baseline_id"] for e in base_events] == [e.id for e in base.events]
+    # The report's overlay is the home; the baseline's home moves beneath it, its
+    # scratch joins the list, and its cwd stands for the tool's (no artifact root).
+    overlay = "/tmp/divergence-overlay-29895-1795956902153850204-0"
+    assert o.home == f"{overlay}/home"
+    assert o.scratch == [f"{overlay}/scratch", "/tmp/cvg-observe-scratch-abc"]
+    assert o.cwd == "/work/here"
     assert [e.path for e in base_events] == [
         "/usr/bin/python3.11",
         "/usr/lib/python3.11/os.py",
-        "${HOME}/.local/lib",
-        "${SCRATCH}/x",
-        "${CWD}",
+        f"{overlay}/home/.local/lib",
+        "/tmp/cvg-observe-scratch-abc/x",
+        "/work/here",
         "/etc/shadow",
     ]
     # Failures and learning denials keep their marks.
@@ -83,6 +89,19 @@ def test_merge_appends_renumbered_and_marked() -> None:
     assert any("e3..e8" in n and "baseline" in n for n in o.notes)
     assert o.source is not None
     assert o.source["baseline"]["argv"] == base.argv  # type: ignore[index]
+
+
+def test_baseline_cwd_moves_to_the_artifact_root() -> None:
+    base = _baseline()
+    root = "/srv/tool"
+    o = import_divergence(
+        json.dumps(report(obs("fs_read", "/etc/hosts"))).encode(),
+        root=root,
+        baseline=Baseline(base, None, None),
+    )
+    assert o.cwd == root and o.home == "/home/u"
+    paths = [e.path for e in o.events[1:]]
+    assert paths[2] == "/home/u/.local/lib" and paths[4] == root
 
 
 def test_without_baseline_the_gap_is_said() -> None:
@@ -111,5 +130,5 @@ def test_cvg_observe_baseline_end_to_end(tmp_path: Path) -> None:
     paths = {e.path for e in o.events}
     assert "/usr/bin/python3.11" in paths
     assert any(p and p.startswith("/usr/lib/python3.11/") for p in paths)
-    assert not any(p and p.startswith(str(tmp_path)) for p in paths), "baseline cwd not rewritten"
+    assert o.cwd == str(tmp_path)  # no artifact root: the baseline's stands for it
     assert o.executables and o.executables[0].interpreter

@@ -97,20 +97,25 @@ def _invariants(o: Observation, raws: list[dict[str, Any]]) -> None:
             assert src["never_grant"] in ("decoy", "secret", "failed")
         if not raw["succeeded"] or raw["result"] < 0:
             assert e.result != "ok" and src["never_grant"] is not None
-        path = e.path
-        if path is None or src["unresolved"]:
+        if e.path is None or src["unresolved"]:
+            assert src["policy_path"] is None
             continue
-        # A placed path is absolute or starts with one policy variable, and is normalised,
-        # so no ".." can carry it out of the directory it names.
-        rest = path
-        for var in ("${HOME}", "${SCRATCH}", "${CWD}"):
-            if path == var or path.startswith(var + "/"):
-                rest = path[len(var) :] or "/"
+        assert e.path.startswith("/") and "${" not in e.path and "\x00" not in e.path
+        assert posixpath.normpath(e.path) == e.path and not e.path.startswith("//"), e.path
+        # A placed path is in policy form absolute or beneath one variable, and the
+        # variable stands for the directory the observation names for it.
+        policy = src["policy_path"]
+        rest = policy
+        for var, directory in (("${HOME}", o.home), ("${SCRATCH}", (o.scratch or [None])[0])):
+            if policy == var or policy.startswith(var + "/"):
+                rest = policy[len(var) :] or "/"
+                assert directory is not None and e.path == directory + policy[len(var) :]
                 break
-        assert rest.startswith("/"), path
-        assert "${" not in rest and "\x00" not in rest
-        assert posixpath.normpath(rest) == rest or rest == "/", path
-        assert not path.startswith("/tmp/divergence-overlay-"), path
+        else:
+            assert policy == e.path
+        assert rest.startswith("/") and "${" not in rest
+        assert posixpath.normpath(rest) == rest or rest == "/", policy
+        assert not policy.startswith("/tmp/divergence-overlay-"), policy
 
 
 @SETTINGS

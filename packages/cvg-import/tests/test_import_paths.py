@@ -10,15 +10,18 @@ from importhelp import obs, report
 
 from cvg_import.errors import ImportRefused
 from cvg_import.importer import import_divergence
-from cvg_schema import Event
+from cvg_schema import Event, Observation
 
 OVERLAY = "/tmp/divergence-overlay-29895-1795956902153850204-0"
 ROOT = "/srv/divergence/corpus/samples/agent_skill/x/artifact"
 
 
+def imported(*observations: dict[str, Any], **kw: Any) -> Observation:
+    return import_divergence(json.dumps(report(*observations)).encode(), **kw)
+
+
 def events(*observations: dict[str, Any], **kw: Any) -> list[Event]:
-    data = json.dumps(report(*observations)).encode()
-    return import_divergence(data, **kw).events
+    return imported(*observations, **kw).events
 
 
 def src(event: Event) -> dict[str, Any]:
@@ -27,32 +30,54 @@ def src(event: Event) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("target", "path"),
+    ("target", "policy", "path"),
     [
-        (f"{OVERLAY}/home/.cache/x", "${HOME}/.cache/x"),
-        (f"{OVERLAY}/home", "${HOME}"),
-        (f"{OVERLAY}/scratch/out.txt", "${SCRATCH}/out.txt"),
-        (f"{OVERLAY}/scratch/a/../b", "${SCRATCH}/b"),
-        ("/tmp/divergence-overlay-1-2-3//scratch//x", "${SCRATCH}/x"),
+        (f"{OVERLAY}/home/.cache/x", "${HOME}/.cache/x", f"{OVERLAY}/home/.cache/x"),
+        (f"{OVERLAY}/home", "${HOME}", f"{OVERLAY}/home"),
+        (f"{OVERLAY}/scratch/out.txt", "${SCRATCH}/out.txt", f"{OVERLAY}/scratch/out.txt"),
+        (f"{OVERLAY}/scratch/a/../b", "${SCRATCH}/b", f"{OVERLAY}/scratch/b"),
+        ("/tmp/divergence-overlay-1-2-3//scratch//x", "${SCRATCH}/x", None),
         # Escapes by .. are judged where they land, never as beneath the overlay.
-        (f"{OVERLAY}/home/../../../etc/hosts", "/etc/hosts"),
-        (f"{OVERLAY}/scratch/../home/y", "${HOME}/y"),
-        ("/tmp/divergence-overlayX/home/z", "/tmp/divergence-overlayX/home/z"),
-        ("/tmp/other/home/z", "/tmp/other/home/z"),
-        ("//usr/bin/../lib/x", "/usr/lib/x"),
+        (f"{OVERLAY}/home/../../../etc/hosts", "/etc/hosts", "/etc/hosts"),
+        (f"{OVERLAY}/scratch/../home/y", "${HOME}/y", f"{OVERLAY}/home/y"),
+        ("/tmp/divergence-overlayX/home/z", None, "/tmp/divergence-overlayX/home/z"),
+        ("/tmp/other/home/z", None, "/tmp/other/home/z"),
+        ("//usr/bin/../lib/x", None, "/usr/lib/x"),
     ],
 )
-def test_overlay_rewrite(target: str, path: str) -> None:
-    (e,) = events(obs("fs_read", target))
-    assert e.path == path
+def test_overlay_becomes_home_and_scratch(
+    target: str, policy: str | None, path: str | None
+) -> None:
+    o = imported(obs("fs_read", target))
+    (e,) = o.events
     assert src(e)["target"] == target
     assert src(e)["unresolved"] is None
+    assert src(e)["policy_path"] == (policy or path)
+    if path is not None:
+        assert e.path == path
+    if (policy or "").startswith("${"):
+        # The observation names the overlay's directories, as cvg-observe names its own.
+        base = "/tmp/divergence-overlay-" + target.split("divergence-overlay-")[1].split("/")[0]
+        assert (o.home, o.scratch) == (base + "/home", [base + "/scratch"])
+        assert e.path is not None and e.path.startswith(base + "/")
+    else:
+        assert (o.home, o.scratch) == (None, [])
+
+
+def test_one_overlay_stands_for_all() -> None:
+    o = imported(
+        obs("fs_read", f"{OVERLAY}/home/a"),
+        obs("fs_read", "/tmp/divergence-overlay-7-7-7/scratch/b"),
+    )
+    assert [e.path for e in o.events] == [f"{OVERLAY}/home/a", f"{OVERLAY}/scratch/b"]
+    assert o.home == f"{OVERLAY}/home" and o.scratch == [f"{OVERLAY}/scratch"]
 
 
 def test_other_overlay_paths_are_unresolved() -> None:
     (e,) = events(obs("fs_write", f"{OVERLAY}/work/x"))
     assert e.path == f"{OVERLAY}/work/x"
     assert "overlay" in src(e)["unresolved"]
+    assert src(e)["policy_path"] is None
 
 
 def test_escape_from_overlay_to_a_secret_is_a_secret() -> None:
@@ -85,30 +110,44 @@ def test_secrets_read_capability_is_a_secret_even_unnamed() -> None:
 
 
 def test_relative_without_root_is_flagged_unresolved() -> None:
-    a, b = events(obs("fs_read", "scripts"), obs("fs_read", "../up.txt"))
+    o = imported(obs("fs_read", "scripts"), obs("fs_read", "../up.txt"))
+    a, b = o.events
     assert a.path == "scripts" and "artifact root" in src(a)["unresolved"]
     assert b.path == "../up.txt" and src(b)["unresolved"]
+    assert src(a)["policy_path"] is None and o.cwd is None
+    assert any("could not be placed" in n and "--artifact-root" in n for n in o.notes)
 
 
-def test_relative_with_root_becomes_cwd() -> None:
-    a, b, c, d = events(
+def test_relative_with_root_is_resolved_beneath_cwd() -> None:
+    o = imported(
         obs("fs_read", "scripts"),
         obs("fs_read", "./a/../manifest.json"),
         obs("fs_read", f"{ROOT}/scripts/x.py"),
         obs("fs_read", "../../outside.txt"),
         root=ROOT,
     )
-    assert a.path == "${CWD}/scripts"
-    assert b.path == "${CWD}/manifest.json"
-    assert c.path == "${CWD}/scripts/x.py"
-    # Above the root it is resolved to where it lands, outside ${CWD}.
-    assert d.path == "/srv/divergence/corpus/samples/agent_skill/outside.txt"
+    assert o.cwd == ROOT
+    a, b, c, d = o.events
+    assert [e.path for e in o.events] == [
+        f"{ROOT}/scripts",
+        f"{ROOT}/manifest.json",
+        f"{ROOT}/scripts/x.py",
+        # Above the root it is resolved to where it lands, outside ${CWD}.
+        "/srv/divergence/corpus/samples/agent_skill/outside.txt",
+    ]
+    assert [src(e)["policy_path"] for e in (a, b, c)] == [
+        "${CWD}/scripts",
+        "${CWD}/manifest.json",
+        "${CWD}/scripts/x.py",
+    ]
+    assert src(d)["policy_path"] == d.path
     assert all(src(e)["unresolved"] is None for e in (a, b, c, d))
 
 
 def test_root_is_the_observations_cwd() -> None:
     data = json.dumps(report(obs("fs_read", "x"))).encode()
     assert import_divergence(data, root=ROOT + "/").cwd == ROOT
+    assert import_divergence(data, root="//srv/a/../b").cwd == "/srv/b"
     assert import_divergence(data).cwd is None
 
 
@@ -144,21 +183,32 @@ def test_wrapper_source_names_the_artifact_root() -> None:
         obs("fs_read", "../elsewhere"),
         obs("fs_read", "/usr/bin/pip"),
     )
-    a, b, c, d, e = import_divergence(data).events
-    assert a.path == "${CWD}/scripts"
-    assert b.path == "${CWD}/scripts/lint.py"
-    assert c.path == f"{source}/../elsewhere" and src(c)["unresolved"]
-    assert d.path == "../elsewhere" and src(d)["unresolved"]
-    assert e.path == "/usr/bin/pip"
-    # Given the root, the same report resolves everything it can.
-    a, b, c, d, e = import_divergence(data, root="/srv/x/artifact").events
-    assert [a.path, b.path, c.path, d.path] == [
-        "${CWD}/scripts",
-        "${CWD}/scripts/lint.py",
+    # The source is relative to wherever the CLI ran: the root is not known.
+    o = import_divergence(data)
+    assert o.cwd is None
+    a, b, c, d, e = o.events
+    assert [x.path for x in (a, b, c, d)] == [
+        f"{source}/scripts",
+        "scripts/lint.py",
         f"{source}/../elsewhere",
+        "../elsewhere",
+    ]
+    assert all(src(x)["unresolved"] for x in (a, b, c, d))
+    assert e.path == "/usr/bin/pip" and src(e)["unresolved"] is None
+    # Given the root, the same report resolves everything it can.
+    o = import_divergence(data, root="/srv/x/artifact")
+    a, b, c, d, e = o.events
+    assert [a.path, b.path, d.path] == [
+        "/srv/x/artifact/scripts",
+        "/srv/x/artifact/scripts/lint.py",
         "/srv/x/elsewhere",
     ]
-    assert src(c)["unresolved"] and src(d)["unresolved"] is None
+    assert [src(a)["policy_path"], src(b)["policy_path"]] == [
+        "${CWD}/scripts",
+        "${CWD}/scripts/lint.py",
+    ]
+    # Beside the artifact in the CLI's directory: which directory is not known.
+    assert c.path == f"{source}/../elsewhere" and src(c)["unresolved"]
     # And when the root ends with the source, the CLI's own directory is known too.
     root = "/srv/divergence/" + source
     c = import_divergence(data, root=root).events[2]
@@ -169,13 +219,14 @@ def test_wrapper_source_names_the_artifact_root() -> None:
 def test_wrapper_absolute_source_is_the_root() -> None:
     data = _scan("/srv/tools/foo", obs("fs_read", "/srv/tools/foo/a"), obs("fs_read", "b"))
     o = import_divergence(data)
-    assert [e.path for e in o.events] == ["${CWD}/a", "${CWD}/b"]
+    assert [e.path for e in o.events] == ["/srv/tools/foo/a", "/srv/tools/foo/b"]
+    assert [src(e)["policy_path"] for e in o.events] == ["${CWD}/a", "${CWD}/b"]
     assert o.cwd == "/srv/tools/foo"
 
 
 def test_driver_probe_path_is_flagged() -> None:
     (e,) = events(obs("fs_write", f"{OVERLAY}/scratch/probe.txt"))
-    assert e.path == "${SCRATCH}/probe.txt"
+    assert src(e)["policy_path"] == "${SCRATCH}/probe.txt"
     assert "probe.txt" in src(e)["driver_probe"]
     (e,) = events(obs("fs_write", f"{OVERLAY}/scratch/mine.txt"))
     assert src(e)["driver_probe"] is None

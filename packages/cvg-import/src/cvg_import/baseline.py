@@ -7,10 +7,13 @@ supplies them. Its events are appended after the report's, renumbered, and marke
 ``source.origin = "baseline"`` with their id in the baseline (``source.baseline_id``),
 so the output says which event came from where.
 
-The baseline ran in its own directories, so its paths are rewritten the way cvg-generate
-would have rewritten them: beneath its scratch directories to ``${SCRATCH}``, beneath
-its ``home`` to ``${HOME}``, beneath its ``cwd`` to ``${CWD}`` (the longest match wins; a
-working directory of ``/`` is not rewritten, it would swallow every path).
+One observation has one home and one working directory, so the baseline's are mapped
+onto the report's: a path beneath the baseline's ``home`` moves beneath the imported
+``home`` (Divergence's overlay HOME) and one beneath its ``cwd`` beneath the artifact
+root, when the report has them; otherwise the merged observation takes the baseline's
+own. The baseline's scratch directories join the list of scratch directories. The
+longest match wins, and at equal length scratch before home before cwd; a directory of
+``/`` is never mapped, it would swallow every path.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ def merge_baseline(
     imported: Observation, baseline: Observation, *, name: str | None, digest: str | None
 ) -> Observation:
     """``imported`` with the events and executables of ``baseline`` appended."""
-    prefixes = _prefixes(baseline)
+    home = imported.home or _usable(baseline.home)
+    cwd = imported.cwd or _usable(baseline.cwd)
+    moves = _moves(baseline, home, cwd)
     renamed: dict[str, str] = {}
     events = list(imported.events)
     for event in baseline.events:
@@ -39,8 +44,8 @@ def merge_baseline(
             event.model_copy(
                 update={
                     "id": new_id,
-                    "path": _rewrite(event.path, prefixes),
-                    "path2": _rewrite(event.path2, prefixes),
+                    "path": _move(event.path, moves),
+                    "path2": _move(event.path2, moves),
                     "source": source,
                 }
             )
@@ -49,7 +54,7 @@ def merge_baseline(
     for exe in baseline.executables:
         executables.append(
             Executable(
-                path=_rewrite(exe.path, prefixes) or exe.path,
+                path=_move(exe.path, moves) or exe.path,
                 interpreter=exe.interpreter,
                 shebang=list(exe.shebang),
                 event_id=renamed.get(exe.event_id) if exe.event_id else None,
@@ -75,38 +80,48 @@ def merge_baseline(
         "home": baseline.home,
         "scratch": list(baseline.scratch),
     }
+    scratch = list(dict.fromkeys([*imported.scratch, *baseline.scratch]))
     return imported.model_copy(
         update={
             "events": events,
             "executables": executables,
             "notes": notes,
             "source": merged,
+            "cwd": cwd,
+            "home": home,
+            "scratch": scratch,
             "strace_version": baseline.strace_version,
         }
     )
 
 
-def _prefixes(baseline: Observation) -> list[tuple[str, str]]:
+def _usable(directory: str | None) -> str | None:
+    if directory and directory.startswith("/") and directory.rstrip("/"):
+        return directory.rstrip("/")
+    return None
+
+
+def _moves(baseline: Observation, home: str | None, cwd: str | None) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    # Listed so that, at equal length, scratch wins over home and home over cwd.
-    for directory, variable in (
-        *((s, "${SCRATCH}") for s in baseline.scratch),
-        (baseline.home, "${HOME}"),
-        (baseline.cwd, "${CWD}"),
+    for directory, to in (
+        *((s, s) for s in baseline.scratch),
+        (baseline.home, home),
+        (baseline.cwd, cwd),
     ):
-        if directory and directory.startswith("/") and directory.rstrip("/"):
-            found.append((directory.rstrip("/"), variable))
+        d = _usable(directory)
+        if d is not None and to is not None:
+            found.append((d, to))
     return sorted(found, key=lambda p: -len(p[0]))
 
 
-def _rewrite(path: str | None, prefixes: list[tuple[str, str]]) -> str | None:
+def _move(path: str | None, moves: list[tuple[str, str]]) -> str | None:
     if path is None or not path.startswith("/"):
         return path
-    for directory, variable in prefixes:
+    for directory, to in moves:
         if path == directory:
-            return variable
+            return to
         if path.startswith(directory + "/"):
-            return variable + path[len(directory) :]
+            return to + path[len(directory) :]
     return path
 
 

@@ -25,8 +25,9 @@ least these keys::
      "secret": <why the path is a secret> | null,
      "never_grant": "decoy" | "secret" | "failed" | null,
      "driver_probe": <why it came from Divergence's own driver> | null,
+     "policy_path": <the path as a policy names it: ${HOME}/.netrc> | null,
      "unresolved": <why the path could not be placed> | null,
-     "path_rewrite": <what the path was rewritten from> | null,
+     "path_rewrite": <how the path was placed> | null,
      "notes": [<what the report does not say about this event>, ...]}
 
 ``never_grant`` is set, in that order of precedence, when Divergence marked the access
@@ -39,10 +40,13 @@ but gives no errno), never ``"ok"``. Such events stay in the observation so a re
 sees them; a generator must grant none of them. ``secret``, ``decoy`` and the result
 are all kept, so an event that is both a decoy and a failure says so.
 
-An event whose ``unresolved`` is set has a path as reported (relative), which names no
-place a policy can grant. ``driver_probe`` events are inputs Divergence's driver fed the
-tool (``http://127.0.0.1:9/divergence-probe``, ``$TMPDIR/probe.txt``), not choices the
-tool made.
+Paths are absolute, and the observation's ``home``, ``scratch`` and ``cwd`` name
+Divergence's overlay HOME, its TMPDIR and the artifact root, so cvg-generate writes
+them as ``${HOME}``, ``${SCRATCH}`` and ``${CWD}`` (see :mod:`cvg_import.paths`). An
+event whose ``unresolved`` is set has a path as reported (relative), which names no
+place a policy can grant; its ``policy_path`` is null. ``driver_probe`` events are
+inputs Divergence's driver fed the tool (``http://127.0.0.1:9/divergence-probe``,
+``$TMPDIR/probe.txt``), not choices the tool made.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from cvg_policy.secrets import secret_reason
 from cvg_schema import Event, EventOp, Executable, Observation
 
 from .network import IPV6_LOST_NOTE, parse_endpoint
-from .paths import ArtifactRoot, place
+from .paths import ArtifactRoot, Placer
 from .report import SCAN_FORMAT, RawObservation, Report
 
 __all__ = ["FILE_OPS", "NEVER_GRANT", "observation_from_report"]
@@ -97,8 +101,8 @@ NETWORK_NOTE: Final = (
     "a cvg policy filters ports, not hosts"
 )
 OVERLAY_NOTE: Final = (
-    "Divergence ran the tool with HOME and TMPDIR in a temporary overlay; paths beneath "
-    "them became ${HOME} and ${SCRATCH}"
+    "Divergence ran the tool with HOME and TMPDIR in a temporary overlay, now gone: it is "
+    "this observation's home and scratch, so paths beneath become ${HOME} and ${SCRATCH}"
 )
 
 
@@ -113,8 +117,9 @@ def observation_from_report(
     events: list[Event] = []
     executables: list[Executable] = []
     counts: Counter[str] = Counter()
+    placer = Placer(root)
     for raw in report.observations:
-        event = _event(raw, f"e{len(events) + 1}", root, counts)
+        event = _event(raw, f"e{len(events) + 1}", placer, counts)
         events.append(event)
         if event.op == "execute" and event.result == "ok" and _placed(event):
             assert event.path is not None
@@ -122,6 +127,8 @@ def observation_from_report(
     return Observation(
         argv=[],
         cwd=root.path,
+        home=placer.home,
+        scratch=[placer.scratch] if placer.scratch else [],
         events=events,
         executables=executables,
         exit_status=_exit_status(report),
@@ -136,10 +143,11 @@ def _placed(event: Event) -> bool:
     return src.get("unresolved") is None and src.get("never_grant") is None
 
 
-def _event(raw: RawObservation, eid: str, root: ArtifactRoot, counts: Counter[str]) -> Event:
+def _event(raw: RawObservation, eid: str, placer: Placer, counts: Counter[str]) -> Event:
     notes: list[str] = []
     fields: dict[str, Any] = {}
     path: str | None = None
+    policy: str | None = None
     unresolved: str | None = None
     rewrite: str | None = None
     secret: str | None = None
@@ -149,12 +157,13 @@ def _event(raw: RawObservation, eid: str, root: ArtifactRoot, counts: Counter[st
         raw.capability == "proc_spawn" and raw.syscall in EXEC_SYSCALLS
     ):
         op: EventOp = FILE_OPS.get(raw.capability, "execute")
-        placed = place(raw.target, root)
-        path, unresolved, rewrite = placed.path, placed.unresolved, placed.rewritten
-        secret = _secret_reason(raw.target, path)
+        placed = placer.place(raw.target)
+        path, policy, unresolved = placed.path, placed.policy, placed.unresolved
+        rewrite = placed.rewritten
+        secret = _secret_reason(raw.target, policy or path)
         if raw.capability == "secrets_read" and secret is None:
             secret = "Divergence reports it as secrets_read"
-        if path == DRIVER_PATH:
+        if policy == DRIVER_PATH:
             probe = "Divergence's driver passes $TMPDIR/probe.txt as a path argument"
     elif raw.capability in NET_OPS:
         op = NET_OPS[raw.capability]
@@ -207,6 +216,7 @@ def _event(raw: RawObservation, eid: str, root: ArtifactRoot, counts: Counter[st
         "secret": secret,
         "never_grant": never,
         "driver_probe": probe,
+        "policy_path": policy,
         "unresolved": unresolved,
         "path_rewrite": rewrite,
         "notes": list(notes),
@@ -230,7 +240,7 @@ def _result_name(raw: RawObservation) -> str:
 
 
 def _secret_reason(target: str, placed: str) -> str | None:
-    """A secret by pattern, judged on the placed path (``${HOME}/.aws/config``) and on
+    """A secret by pattern, judged on the policy form (``${HOME}/.aws/config``) and on
     the path as reported (``/root/.ssh/id_rsa``, a host credential Divergence denied)."""
     for path in (placed, target):
         reason: str | None = secret_reason(path, _home_of(path))
@@ -289,6 +299,11 @@ def _notes(report: Report, root: ArtifactRoot, counts: Counter[str]) -> list[str
         )
     if counts["overlay"]:
         notes.append(OVERLAY_NOTE)
+    if root.path:
+        notes.append(
+            "the artifact root was the tool's working directory: it is this observation's "
+            "cwd, so paths beneath it become ${CWD}"
+        )
     never = {k: counts[k] for k in NEVER_GRANT if counts[k]}
     if never:
         detail = ", ".join(f"{k} {n}" for k, n in never.items())
@@ -297,7 +312,7 @@ def _notes(report: Report, root: ArtifactRoot, counts: Counter[str]) -> list[str
             "they are kept, marked in source.never_grant, for review"
         )
     if counts["unresolved"]:
-        hint = "" if root.known else " (give --artifact-root)"
+        hint = "" if root.path else " (give --artifact-root)"
         notes.append(
             f"{counts['unresolved']} path(s) could not be placed and stay as reported{hint}"
         )
