@@ -677,3 +677,33 @@ def test_done_means_every_denial_named_and_fixed(box: Box) -> None:
         r = cvg_run(ROOT, box, "-p", str(p), "--", *argv)
         assert r.returncode == 0 and "OK all" in r.stdout, r
         assert out.read_text() == token and listener.got(token)
+
+
+# --- needing root: a device node -----------------------------------------------------
+
+MKNOD_TOOL = """\
+import os, stat, sys
+os.mknod(sys.argv[1], 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+print("OK node")
+"""
+
+
+def test_device_node_needs_root_and_has_no_fix(box: Box) -> None:
+    where = box.data / "dev"
+    where.mkdir()
+    policy = default_policy()
+    policy["filesystem"]["write"].append(str(where))
+    node = where / "null"
+
+    def attempt() -> tuple[list[str], Effect]:
+        node.unlink(missing_ok=True)
+        return [str(node)], lambda r: "OK node" in r.stdout and node.is_char_device()
+
+    planted(
+        box,
+        ROOT,
+        MKNOD_TOOL,
+        attempt,
+        policy,
+        Expect("landlock_fs", "make_char", "filesystem.write", "EACCES", None, path=str(node)),
+    )
