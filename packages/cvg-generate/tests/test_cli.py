@@ -193,3 +193,21 @@ def test_verify_reports_a_gap_of_another_input(observed: tuple[wl.Place, Path]) 
     assert r.returncode == 1, err
     assert f"openat {outside} refused by landlock_fs (read_file)" in err
     assert f"+    - {outside}" in err
+
+
+def test_the_design_pipeline_exactly_as_written(tmp_path: Path) -> None:
+    # `python3` is whatever the caller's PATH finds first (here the test environment's
+    # own, a symlink into another tree): the policy must find the same one again.
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "tool.py").write_text("import json, sys\nprint(json.dumps(sys.argv))\n")
+    env = {"PATH": f"{wl.BIN}:{wl.PATH}", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    script = (
+        "cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml\n"
+        "cvg-run -p p.yaml -- python3 tool.py\n"
+    )
+    r = subprocess.run(["sh", "-ec", script], cwd=work, env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b'["tool.py"]\n'  # from cvg-run (cvg-observe sent the tool's to stderr)
+    assert b'["tool.py"]' in r.stderr
+    assert "# e1: " in (work / "p.yaml").read_text()

@@ -408,9 +408,11 @@ class _Builder:
                     continue
                 self.rule(self.fs["execute"], target).cite(e, summary, name)
                 if path == exe.path:
-                    d = parent(ctx.resolve(path))
+                    # The directory as the program was found (before symlinks: a venv's
+                    # bin/python3 leads elsewhere), so the same name is found first again.
+                    d = ctx.to_policy(parent(posixpath.normpath(path)))
                     is_bin = posixpath.basename(d) in ("bin", "sbin")
-                    if is_bin and d not in self.path_dirs and ctx.to_policy(d) == d:
+                    if is_bin and d not in self.path_dirs:
                         self.path_dirs.append(d)
 
     def _built(
@@ -471,7 +473,8 @@ class _Builder:
         first = _first_exec(obs)
         if first is None:
             return
-        path = ":".join(dict.fromkeys([*_PATH_ENV, *self.path_dirs]))
+        # Where the programs were found comes first: the caller's PATH found them there.
+        path = ":".join(dict.fromkeys([*self.path_dirs, *_PATH_ENV]))
         prev = self.env_set.get("PATH")
         r = prev[1] if prev else _Rule()
         r.cite(
