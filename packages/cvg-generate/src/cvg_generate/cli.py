@@ -75,7 +75,7 @@ Exit status:
     epilog=_EPILOG,
 )
 @click.version_option(__version__, "--version", prog_name=PROG, message="%(prog)s %(version)s")
-@click.argument("observations", nargs=-1, metavar="[OBS|-]...")
+@click.argument("observations", nargs=-1, metavar="[OBS|-]... [--verify -- CMD [ARG...]]")
 @click.option(
     "--grant-denied",
     is_flag=True,
