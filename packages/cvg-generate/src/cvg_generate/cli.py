@@ -25,6 +25,7 @@ EXIT_OK: Final = 0
 EXIT_INPUT: Final = 1
 EXIT_GAPS: Final = 1
 EXIT_USAGE: Final = 2
+MAX_NOTES: Final = 40
 
 
 class _Exit(Exception):
@@ -143,8 +144,10 @@ def cli(
         headroom=headroom,
     )
     if not quiet:
-        for note in result.notes:
+        for note in result.notes[:MAX_NOTES]:
             _err(f"{PROG}: note: {note}")
+        if len(result.notes) > MAX_NOTES:
+            _err(f"{PROG}: note: and {len(result.notes) - MAX_NOTES} more left out")
     _write(result, out)
     if verify:
         from .verify import verify_policy

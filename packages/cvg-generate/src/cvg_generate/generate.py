@@ -116,6 +116,8 @@ class Generated:
 
 def _summary(e: Event, path: str | None = None) -> str:
     what = path if path is not None else e.path
+    if what is None and e.op == "socket":
+        what = " ".join(str(x) for x in (e.family, e.sock_type) if x is not None) or None
     text = f"{e.syscall} {what}" if what else e.syscall
     extra: list[str] = []
     if e.port is not None:
@@ -190,12 +192,6 @@ class _Builder:
         pids = {e.pid for e in obs.events if e.pid is not None}
         reads: dict[str, list[tuple[Event, str]]] = {}
         for e in obs.events:
-            if e.denied_while_learning and not self.grant_denied:
-                self.note(
-                    f"not granted: {_summary(e)} [{e.id}]: denied while learning "
-                    "(--grant-denied grants it)"
-                )
-                continue
             decoy = _is_decoy(e)
             if decoy is not None:
                 self.note(f"not granted: {_summary(e)} [{e.id}]: {decoy}")
@@ -216,6 +212,12 @@ class _Builder:
                     if e.result == "ok" or e.denied_while_learning:
                         self.note(f"never granted: {_summary(e)} [{e.id}]: {secret}")
                     continue
+            if e.denied_while_learning and not self.grant_denied:
+                self.note(
+                    f"not granted: {_summary(e)} [{e.id}]: denied while learning "
+                    "(--grant-denied grants it)"
+                )
+                continue
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
         self._reads(reads, ctx, name, cwd_var_ok)
         self._executables(obs, ctx, name, cwd_var_ok)
