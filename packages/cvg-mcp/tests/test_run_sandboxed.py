@@ -224,3 +224,21 @@ def test_twenty_concurrent_calls_without_cross_talk(world: World) -> None:
             assert len({a["run_id"] for a in results.values()}) == 20
 
     anyio.run(body)
+
+
+def test_timeouts_warm_and_traced(rworld: World) -> None:
+    rworld.policy()
+
+    async def body() -> None:
+        async with cvg_mcp(rworld) as s:
+            sleep = {"policy": "default", "argv": ["sleep", "30"]}
+            t0 = anyio.current_time()
+            a = answer(await s.call_tool("run_sandboxed", {**sleep, "timeout": 0.5}))
+            assert (a["status"], a["meaning"]) == (124, "wall_clock")
+            # Traced: a cold cvg-run, which this server stops at the timeout.
+            a = answer(await s.call_tool("run_sandboxed", {**sleep, "timeout": 1, "trace": True}))
+            assert (a["status"], a["meaning"], a["traced"]) == (143, "signaled", True)
+            assert any("timeout" in n for n in a["notes"])
+            assert anyio.current_time() - t0 < 20
+
+    anyio.run(body)

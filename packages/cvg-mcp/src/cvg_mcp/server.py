@@ -40,7 +40,7 @@ for the operator, not a bug to work around.
 
 def _result(answer: dict[str, Any]) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(answer, indent=1))],
+        content=[TextContent(type="text", text=json.dumps(answer))],
         structuredContent=answer,
         isError=False,
     )
