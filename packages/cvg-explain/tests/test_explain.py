@@ -435,3 +435,47 @@ def test_tcp_socket_refused_for_want_of_any_tcp_grant(
     # With some TCP grant, a refused stream socket is MPTCP or SCTP: no policy allows it.
     e = _one(make_record, tmp_path, denial, "version: 1\nnetwork:\n  tcp_connect: [443]\n")
     assert e.rule is None and e.fix is None and "no policy can allow it" in e.cause
+
+
+HOSTS_POLICY = """\
+version: 1
+network:
+  hosts:
+    - host: api.github.com   # e4: CONNECT api.github.com:443
+      ports: [443]
+"""
+
+
+def _conn(host: str | None, port: int | None, verdict: str = "refused") -> dict[str, Any]:
+    return {"time": 1.0, "protocol": "http-connect", "host": host, "port": port,
+            "verdict": verdict, "reason": "no network.hosts rule grants it"}  # fmt: skip
+
+
+def test_refused_proxy_connections(make_record: MakeRecord, tmp_path: Path) -> None:
+    path = _write(tmp_path, HOSTS_POLICY)
+    data = make_record([], policy_path=path).model_dump(mode="json")
+    data["connections"] = [
+        _conn("api.github.com", 443, "allowed"),
+        _conn("api.github.com", 22),
+        _conn("pypi.org", 443),
+        _conn("PyPI.org", 443),  # the same host again: one explanation
+        _conn(None, None),
+    ]
+    from cvg_schema.run import RunRecord
+
+    record = RunRecord.model_validate(data)
+    out = explain(record)
+    assert [e.denial.id for e in out.denials] == ["c1", "c2", "c3"]
+    port, host, unreadable = out.denials
+    assert port.rule == "network.hosts" and "grants api.github.com but not port 22" in port.cause
+    assert port.risk is not None and port.risk.level == "medium"
+    assert _applied(tmp_path, port, HOSTS_POLICY).network.hosts[0].ports == [443, 22]
+    assert host.fix is not None and "+    - {host: pypi.org, ports: [443]}" in host.fix
+    hosts = _applied(tmp_path, host, HOSTS_POLICY).network.hosts
+    assert [(h.host, h.ports) for h in hosts] == [("api.github.com", [443]), ("pypi.org", [443])]
+    assert unreadable.fix is None
+    merged = load_policy(plan_fixes(record).new_text, filename="p.yaml").policy.network.hosts
+    assert [(h.host, h.ports) for h in merged] == [
+        ("api.github.com", [443, 22]),
+        ("pypi.org", [443]),
+    ]

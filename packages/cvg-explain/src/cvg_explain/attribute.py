@@ -18,22 +18,24 @@ from typing import Final, Literal
 
 from cvg_kernel.seccomp import DENY_REASONS
 from cvg_schema import Policy
-from cvg_schema.run import Denial
+from cvg_schema.run import Connection, Denial
 
 from .risk import RiskNote, risk_of
 
-__all__ = ["Change", "Context", "Finding", "attribute", "variable_form"]
+__all__ = ["Change", "Context", "Finding", "attribute", "attribute_connection", "variable_form"]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One edit to the policy: append ``value`` to the list ``section.field`` (add), or
-    set ``section.field`` to ``value`` (set)."""
+    """One edit to the policy: append ``value`` to the list ``section.field`` (add),
+    set ``section.field`` to ``value`` (set), or grant ``port`` on the host ``value`` in
+    ``network.hosts`` (host)."""
 
-    op: Literal["add", "set"]
+    op: Literal["add", "set", "host"]
     section: str
     field: str
     value: str | int | bool
+    port: int | None = None
 
     @property
     def address(self) -> str:
@@ -562,3 +564,39 @@ def attribute(d: Denial, ctx: Context) -> Finding:
     if d.mechanism == "supervisor":
         return _supervisor(d, ctx)
     return _none(d, ctx)
+
+
+def _host_matches(pattern: str, host: str) -> bool:
+    pattern, host = pattern.lower(), host.lower()
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return pattern == host
+
+
+def attribute_connection(conn: Connection, ctx: Context) -> Finding:
+    """A connection the ``network.hosts`` proxy refused: the host and port to grant."""
+    host, port = conn.host, conn.port
+    if host is None or port is None:
+        return Finding(
+            f"the network.hosts proxy refused a {conn.protocol} request it could not read "
+            f"({conn.reason}); no policy change allows a malformed request",
+            None,
+        )
+    covering = [
+        (i, rule)
+        for i, rule in enumerate(ctx.policy.network.hosts)
+        if _host_matches(rule.host, host)
+    ]
+    if any(port in rule.ports for _, rule in covering):
+        return Finding(
+            f"the network.hosts proxy refused {host}:{port} although a rule grants it "
+            f"({conn.reason}); no policy change would alter that",
+            "network.hosts",
+        )
+    if covering:
+        names = ", ".join(f"network.hosts[{i}] ({rule.host})" for i, rule in covering)
+        cause = f"the proxy refused {host}:{port}: {names} grants {host} but not port {port}"
+    else:
+        cause = f"the proxy refused {host}:{port}: no network.hosts rule names {host}"
+    change = Change("host", "network", "hosts", host, port)
+    return Finding(cause, "network.hosts", change, risk_of(change, ctx))

@@ -17,12 +17,12 @@ from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
-from cvg_schema.run import Denial, RunRecord
+from cvg_schema.run import Connection, Denial, RunRecord
 
-from .attribute import Change, Context, Finding, attribute
+from .attribute import Change, Context, Finding, attribute, attribute_connection
 from .diff import unified_diff
 from .risk import LEVELS
-from .yamledit import EditError, add_item, set_value
+from .yamledit import EditError, add_host, add_item, set_value
 
 __all__ = [
     "DEFAULT_POLICY_NAME",
@@ -112,11 +112,11 @@ def merge_changes(changes: Iterable[Change]) -> list[Change]:
     """One consistent set of edits: each list item added once, each value set once
     (the largest number, true over false)."""
     merged: list[Change] = []
-    seen_adds: set[tuple[str, str, object]] = set()
+    seen_adds: set[tuple[str, str, object, int | None]] = set()
     sets: dict[tuple[str, str], int] = {}
     for c in changes:
-        if c.op == "add":
-            key = (c.section, c.field, c.value)
+        if c.op in ("add", "host"):
+            key = (c.section, c.field, c.value, c.port)
             if key not in seen_adds:
                 seen_adds.add(key)
                 merged.append(c)
@@ -140,7 +140,10 @@ def merge_changes(changes: Iterable[Change]) -> list[Change]:
 def apply_changes(text: str, changes: Iterable[Change]) -> str:
     """``text`` with each change made, in order (EditError when one cannot be)."""
     for c in changes:
-        if c.op == "add":
+        if c.op == "host":
+            assert isinstance(c.value, str) and c.port is not None
+            text = add_host(text, c.value, c.port)
+        elif c.op == "add":
             text = add_item(text, c.section, c.field, c.value)
         else:
             text = set_value(text, c.section, c.field, c.value)
@@ -166,6 +169,33 @@ def _real_denials(record: RunRecord) -> list[Denial]:
     return [d for d in record.denials if not _noise(d)]
 
 
+def _refused_connections(record: RunRecord) -> list[tuple[Denial, Connection]]:
+    """Each distinct connection the ``network.hosts`` proxy refused, as a denial of the
+    supervisor (the proxy is part of cvg-run) with an id of its own: ``c1``, ``c2``..."""
+    out: list[tuple[Denial, Connection]] = []
+    seen: set[tuple[str | None, int | None, str]] = set()
+    for c in getattr(record, "connections", []):
+        if c.verdict != "refused":
+            continue
+        key = (c.host.lower() if c.host else None, c.port, c.reason if c.host is None else "")
+        if key in seen:
+            continue
+        seen.add(key)
+        where = f"{c.host}:{c.port}" if c.host is not None else "an unreadable request"
+        denial = Denial(
+            id=f"c{len(out) + 1}",
+            syscall="connect",
+            op="connect",
+            port=c.port,
+            mechanism="supervisor",
+            rule="network.hosts",
+            time=c.time,
+            detail=f"the network.hosts proxy refused {c.protocol} {where}: {c.reason}"[:4096],
+        )
+        out.append((denial, c))
+    return out
+
+
 @dataclass
 class _Explained:
     denial: ExplainedDenial
@@ -178,9 +208,10 @@ def _explain_all(record: RunRecord, source: PolicySource) -> list[_Explained]:
         variables=_variables(record, source),
         home=os.environ.get("HOME"),
     )
+    pairs: list[tuple[Denial, Finding]] = [(d, attribute(d, ctx)) for d in _real_denials(record)]
+    pairs += [(d, attribute_connection(c, ctx)) for d, c in _refused_connections(record)]
     out = []
-    for d in _real_denials(record):
-        finding: Finding = attribute(d, ctx)
+    for d, finding in pairs:
         fix = None
         risk = None
         change = finding.change

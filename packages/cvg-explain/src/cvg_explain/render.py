@@ -9,6 +9,8 @@ __all__ = ["render_text"]
 
 
 def _what(d: Denial) -> str:
+    if d.rule == "network.hosts" and d.mechanism == "supervisor" and d.detail:
+        return d.detail
     target = d.path if d.path is not None else (f"port {d.port}" if d.port is not None else "")
     how = ", ".join(x for x in (d.mechanism, d.right, d.errno) if x)
     return f"{d.syscall} {target}".rstrip() + f"  ({how})"

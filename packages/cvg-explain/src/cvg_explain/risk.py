@@ -110,6 +110,12 @@ def risk_of(
                 f"a network port: the tool may {verb} TCP port {value} on any host "
                 "(Landlock filters ports, not hosts)",
             )
+        if field == "hosts":
+            return RiskNote(
+                "medium",
+                f"the tool may reach {value} on TCP port {change.port} through the proxy "
+                "(one named host, not every host on that port)",
+            )
         if field == "udp":
             return RiskNote(
                 "high", "UDP sockets reach any host and port (DNS tunnelling, exfiltration)"

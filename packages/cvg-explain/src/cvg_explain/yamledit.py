@@ -17,7 +17,15 @@ from typing import Final
 
 import yaml
 
-__all__ = ["EditError", "Value", "add_item", "render_scalar", "set_value"]
+__all__ = [
+    "EditError",
+    "Value",
+    "add_host",
+    "add_item",
+    "render_host",
+    "render_scalar",
+    "set_value",
+]
 
 Value = str | int | bool
 
@@ -144,8 +152,7 @@ def _dash_column(text: str, item: yaml.Node) -> int:
     return dash - start if dash >= 0 else _column(text, index)
 
 
-def _flow_item(doc: _Doc, seq: yaml.SequenceNode, value: Value) -> str:
-    rendered = render_scalar(value, doc.json)
+def _flow_item(doc: _Doc, seq: yaml.SequenceNode, rendered: str) -> str:
     text = doc.text
     if not seq.value:
         # "[]" or "[ ]": the new item goes right after "[".
@@ -213,7 +220,10 @@ def _section(doc: _Doc, section: str) -> tuple[yaml.Node, yaml.Node] | None:
 def add_item(text: str, section: str, field: str, value: Value) -> str:
     """``text`` with ``value`` appended to the list ``section.field``, created if missing."""
     doc = _compose(text)
-    rendered = render_scalar(value, doc.json)
+    return _add_rendered(doc, section, field, render_scalar(value, doc.json))
+
+
+def _add_rendered(doc: _Doc, section: str, field: str, rendered: str) -> str:
     found = _section(doc, section)
     if found is None:
         return _add_section(doc, section, field, _list_text(doc, rendered))
@@ -234,10 +244,45 @@ def add_item(text: str, section: str, field: str, value: Value) -> str:
         return _under_null_key(doc, fkey, seq, [f"- {rendered}"])
     if not isinstance(seq, yaml.SequenceNode):
         raise EditError(f"{section}.{field} is not a list")
+    return _append(doc, seq, rendered)
+
+
+def _append(doc: _Doc, seq: yaml.SequenceNode, rendered: str) -> str:
     if seq.flow_style:
-        return _flow_item(doc, seq, value)
+        return _flow_item(doc, seq, rendered)
     dash = " " * _dash_column(doc.text, seq.value[0])
     return _insert_lines(doc.text, _last_end(seq), f"{dash}- {rendered}\n")
+
+
+def render_host(host: str, port: int, as_json: bool = False) -> str:
+    """A ``network.hosts`` entry as a one-line flow mapping."""
+    return (
+        "{"
+        + f"{_key('host', as_json)}: {render_scalar(host, as_json)}, "
+        + f"{_key('ports', as_json)}: [{port}]"
+        + "}"
+    )
+
+
+def add_host(text: str, host: str, port: int) -> str:
+    """``text`` with ``port`` granted on ``host`` in ``network.hosts``: appended to the
+    ports of the entry naming exactly that host, else a new entry at the end."""
+    doc = _compose(text)
+    found = _section(doc, "network")
+    if found is not None and isinstance(found[1], yaml.MappingNode):
+        entry = _find(found[1], "hosts")
+        if entry is not None and isinstance(entry[1], yaml.SequenceNode):
+            for item in entry[1].value:
+                if not isinstance(item, yaml.MappingNode):
+                    continue
+                named = _find(item, "host")
+                if named is None or str(named[1].value).lower() != host.lower():
+                    continue
+                ports = _find(item, "ports")
+                if ports is None or not isinstance(ports[1], yaml.SequenceNode):
+                    raise EditError(f"network.hosts entry {host} has no list of ports")
+                return _append(doc, ports[1], str(port))
+    return _add_rendered(doc, "network", "hosts", render_host(host, port, doc.json))
 
 
 def set_value(text: str, section: str, field: str, value: Value) -> str:
