@@ -322,3 +322,37 @@ def test_resources_sized_from_what_was_seen_with_headroom() -> None:
 @pytest.mark.parametrize("target", ["/proc/self/status", "/proc/1234/maps"])
 def test_per_process_proc_files_are_not_granted(target: str) -> None:
     assert gen(obs({"op": "read", "path": target})).filesystem.read == []
+
+
+@pytest.mark.parametrize("mark", ["decoy", "secret", "failed"])
+def test_never_grant_from_an_import_is_honoured(mark: str) -> None:
+    # cvg-import marks what a generator must never grant in source.never_grant.
+    src = {"tool": "divergence", "never_grant": mark, "decoy": False, "secret": None}
+    p = gen(
+        obs(
+            {"op": "read", "path": "/srv/data/kept.txt", "source": {"tool": "divergence"}},
+            {"op": "read", "path": "/srv/data/bait.txt", "source": src},
+            {
+                "op": "connect",
+                "syscall": "connect",
+                "family": "inet",
+                "sock_type": "stream",
+                "port": 443,
+                "result": "ECONNREFUSED",
+                "source": src,
+            },
+            {
+                "op": "bind",
+                "syscall": "bind",
+                "family": "inet",
+                "sock_type": "stream",
+                "port": 8080,
+                "result": "EADDRINUSE",
+                "source": src,
+            },
+            partial=True,
+        ),
+        grant_denied=True,
+    )
+    assert p.filesystem.read == ["/srv/data/kept.txt"]
+    assert p.network.tcp_connect == [] and p.network.tcp_bind == []

@@ -133,11 +133,15 @@ def _summary(e: Event, path: str | None = None) -> str:
 
 
 def _is_decoy(e: Event) -> str | None:
+    """Why the event's source forbids granting it (cvg-import's ``never_grant``:
+    "decoy", "secret" or "failed"; or a decoy, secret or canary flag), else None."""
     src = e.source or {}
+    never = src.get("never_grant")
+    if never:
+        return f"its source marks it never to be granted ({never})"
     for key in ("decoy", "secret", "canary"):
-        value = src.get(key)
-        if value:
-            return f"marked {key} by its source"
+        if src.get(key):
+            return f"its source marks it a {key}"
     return None
 
 
