@@ -479,3 +479,23 @@ def test_refused_proxy_connections(make_record: MakeRecord, tmp_path: Path) -> N
         ("api.github.com", [443, 22]),
         ("pypi.org", [443]),
     ]
+
+
+def test_nscd_probe_is_named_as_such(make_record: MakeRecord, tmp_path: Path) -> None:
+    for detail, nscd in (
+        ("seccomp: socket(0x1, 0x80801, 0x0, 0x0, 0x0, 0x0) = -1 EAFNOSUPPORT", True),
+        ("socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0) = -1 EAFNOSUPPORT", True),
+        ("seccomp: socket(0x1, 0x1, 0x0, 0x0, 0x0, 0x0) = -1 EAFNOSUPPORT", False),
+    ):
+        e = _one(
+            make_record,
+            tmp_path,
+            {
+                "syscall": "socket",
+                "mechanism": "seccomp",
+                "errno": "EAFNOSUPPORT",
+                "detail": detail,
+            },
+        )
+        assert e.rule == "network.unix" and e.fix is not None
+        assert ("nscd" in e.cause) is nscd, e.cause

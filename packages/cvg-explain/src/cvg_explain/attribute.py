@@ -338,6 +338,11 @@ def _scope(d: Denial, ctx: Context) -> Finding:
     )
 
 
+# socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK): glibc's nscd client.
+_NSCD_PROBE: Final = re.compile(
+    r"socket\(\s*(?:AF_(?:UNIX|LOCAL)|0x1|1)\s*,\s*"
+    r"(?:0x80801|526337|SOCK_STREAM\|SOCK_CLOEXEC\|SOCK_NONBLOCK)\b"
+)
 _SOCKET_ARGS: Final = re.compile(
     r"\bsocket(?:pair)?\(\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*(0x[0-9a-fA-F]+|\d+)"
 )
@@ -420,8 +425,15 @@ def _socket(d: Denial, ctx: Context) -> Finding:
             family, kind = "INET", "DGRAM"
     if family == "UNIX":
         change = Change("set", "network", "unix", True)
+        cause = f"{d.syscall}(AF_UNIX) was refused: network.unix is false"
+        if _NSCD_PROBE.search(d.detail or ""):
+            cause += (
+                " (a non-blocking AF_UNIX stream socket is how the C library looks for nscd "
+                "during a user or host lookup, and it carries on without one: if the tool "
+                "did not fail here, leave it refused)"
+            )
         return Finding(
-            f"{d.syscall}(AF_UNIX) was refused: network.unix is false",
+            cause,
             "network.unix",
             change,
             risk_of(change, ctx),
