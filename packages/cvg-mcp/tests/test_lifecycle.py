@@ -230,3 +230,31 @@ def _in_world(pid: int, world: World) -> bool:
         return os.readlink(f"/proc/{pid}/cwd") == str(world.cwd)
     except OSError:
         return False
+
+
+def test_a_dead_helper_is_replaced(rworld: World) -> None:
+    """A sandbox whose helper died fails the call in flight with one line, and the
+    next call gets a fresh sandbox."""
+    rworld.policy()
+
+    async def body() -> None:
+        async with cvg_mcp(rworld) as s:
+            args = {"policy": "default", "argv": ["echo", "ok"]}
+            assert answer(await s.call_tool("run_sandboxed", args))["stdout"] == "ok\n"
+            tree = [p for p in pids_with("cvg_run.helper") if _in_world(p, rworld)]
+            # The helper itself, not its runners (forked from it, same command line).
+            helpers = [p for p in tree if _ppid(p) not in tree]
+            assert len(helpers) == 1
+            kill_all(helpers)
+            assert wait_for(lambda: not _alive(helpers[0]), 5)
+            first = await s.call_tool("run_sandboxed", args)
+            if first.isError:
+                assert first.content[0].text.startswith("unavailable: ")  # type: ignore[union-attr]
+            assert answer(await s.call_tool("run_sandboxed", args))["stdout"] == "ok\n"
+
+    anyio.run(body)
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])

@@ -119,6 +119,14 @@ class Pool:
                 out.append(entry)
         return out
 
+    def discard(self, entry: _Entry) -> None:
+        """Drop a sandbox whose helper failed, so the next call starts a fresh one."""
+        with self._lock:
+            for key, other in list(self._entries.items()):
+                if other is entry:
+                    del self._entries[key]
+        entry.box.close()
+
     def release(self, entry: _Entry) -> None:
         with self._lock:
             entry.users -= 1

@@ -137,6 +137,7 @@ class Service:
             )
             outcome = await run.go()
         except SandboxError as e:
+            self.pool.discard(entry)
             raise Unavailable(f"policy {req.chosen.name!r}: {e}") from None
         finally:
             self.pool.release(entry)

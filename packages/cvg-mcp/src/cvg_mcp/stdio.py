@@ -11,12 +11,16 @@ handling stay the SDK's.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
 import anyio
 
 _CHUNK = 1 << 16
+# The largest message accepted (an observation may be tens of MiB); a line longer
+# than this ends the session rather than growing the buffer without bound.
+MAX_LINE = 96 << 20
 
 
 class LineReader:
@@ -51,6 +55,12 @@ class LineReader:
                 continue
             if chunk:
                 self._buffer += chunk
+                if len(self._buffer) > MAX_LINE and b"\n" not in chunk:
+                    sys.stderr.write(
+                        f"cvg-mcp: a message longer than {MAX_LINE} bytes: closing the session\n"
+                    )
+                    self._buffer.clear()
+                    return
             else:
                 self._eof = True
 
