@@ -173,3 +173,26 @@ def test_the_oracle_sees_a_grant_when_there_is_one(runtime: Path, tmp_path: Path
     caught = granted_of_the_forbidden(as_marked, policy)
     assert any("9" in c for c in caught), (caught, policy["network"])
     assert any("notes.txt" in c for c in caught), (caught, policy["filesystem"])
+
+
+@pytest.mark.parametrize(
+    ("capability", "target", "errno_"),
+    [("net_outbound", "93.184.216.34:443", 111), ("net_listen", "0.0.0.0:8080", 98)],
+)
+def test_a_failed_network_attempt_is_never_granted_whatever_its_errno(
+    runtime: Path, tmp_path: Path, capability: str, target: str, errno_: int
+) -> None:
+    """ECONNREFUSED and EADDRINUSE would say the port was open to the tool; a report
+    may still claim them on a failed attempt, and source.never_grant keeps it out."""
+    doc = load(next(p for p in MARKED if p.name.startswith("mcp-mal-001-")))
+    doc["observations"][1].update(
+        capability=capability,
+        syscall="connect" if capability == "net_outbound" else "bind",
+        target=target,
+        result=-errno_,
+        succeeded=False,
+    )
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    policy = pipeline(forged, runtime, tmp_path)
+    assert granted_of_the_forbidden(doc, policy) == []

@@ -61,7 +61,7 @@ the divergence CLI's JSON (targets[].dynamic); at most {MAX_REPORT_BYTES // 2**2
 Each event keeps Divergence's own record in "source" (capability, syscall, target,
 result, decoy) and says whether it must never become a grant
 (source.never_grant: "decoy", "secret" or "failed"); such events stay, marked, for
-review. cvg-generate grants none of them.
+review and never for a grant.
 """,
 )
 @click.argument("report", type=click.Path(dir_okay=False, allow_dash=True), metavar="REPORT")
@@ -81,9 +81,10 @@ review. cvg-generate grants none of them.
     default=None,
     metavar="DIR",
     help="The tool's working directory when Divergence ran it (its artifact directory, "
-    "as the report names it). Paths beneath it and relative paths become ${CWD}. "
-    "Without it relative paths stay as reported, flagged unresolved. The CLI's JSON "
-    "names it itself (targets[].source).",
+    "as the report names it). It becomes the observation's cwd: relative paths are "
+    "resolved against it, and paths beneath it become ${CWD} in a policy. Without it "
+    "relative paths stay as reported, flagged unresolved. An absolute targets[].source "
+    "in the CLI's JSON is taken as the root.",
 )
 @click.option(
     "--target",
@@ -117,9 +118,15 @@ def divergence(
     becomes execute; net_outbound and net_listen become connect and bind with the port
     (the address is an IP, not a host, and Divergence loses IPv6 addresses).
 
-    Paths beneath Divergence's temporary overlay become ${HOME} and ${SCRATCH}. A
-    planted decoy, a secret path (by pattern, whatever capability it came as) and a
-    failed attempt are never to be granted.
+    Divergence's temporary overlay becomes the observation's home and scratch, and the
+    artifact root its cwd, so cvg-generate writes ${HOME}, ${SCRATCH} and ${CWD} for
+    paths beneath them (each event shows that form in source.policy_path). A planted
+    decoy, a secret path (by pattern, whatever capability it came as) and a failed
+    attempt are never to be granted.
+
+    The observation is partial: Divergence leaves out the runtime's own reads and most
+    failed operations, and has no host names, IPv6 addresses, socket types or loaders.
+    Its notes say what is missing; merge a --baseline for the runtime.
     """
     if report == "-" and baseline == "-":
         raise click.UsageError("REPORT and --baseline cannot both be stdin")
