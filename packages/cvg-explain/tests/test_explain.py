@@ -499,3 +499,20 @@ def test_nscd_probe_is_named_as_such(make_record: MakeRecord, tmp_path: Path) ->
         )
         assert e.rule == "network.unix" and e.fix is not None
         assert ("nscd" in e.cause) is nscd, e.cause
+
+
+def test_script_interpreter_is_granted_when_the_script_is(
+    make_record: MakeRecord, tmp_path: Path
+) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh -e\necho hi\n")
+    text = f"version: 1\nfilesystem:\n  execute: [{script}]\n"
+    denial = {"syscall": "execve", "path": str(script), "mechanism": "landlock_fs",
+              "right": "execute", "errno": "EACCES"}  # fmt: skip
+    e = _one(make_record, tmp_path, denial, text)
+    assert "its interpreter /bin/sh" in e.cause
+    assert _applied(tmp_path, e, text).filesystem.execute == [str(script), "/bin/sh"]
+    # The tracer's own note wins over reading the file.
+    denial["detail"] = "its interpreter /usr/bin/env: no filesystem.execute grant covers it"
+    e = _one(make_record, tmp_path, denial, text)
+    assert _applied(tmp_path, e, text).filesystem.execute[-1] == "/usr/bin/env"

@@ -707,3 +707,30 @@ def test_device_node_needs_root_and_has_no_fix(box: Box) -> None:
         policy,
         Expect("landlock_fs", "make_char", "filesystem.write", "EACCES", None, path=str(node)),
     )
+
+
+# --- an execute whose "#!" interpreter is missing --------------------------------------
+
+SCRIPT_TOOL = """\
+import subprocess, sys
+print(subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True).stdout)
+"""
+
+
+def test_execute_a_script_whose_interpreter_is_missing(box: Box) -> None:
+    script = box.write(box.cwd / "run.sh", "#!/bin/sh\necho OK script\n", 0o755)
+    policy = default_policy()
+    policy["filesystem"]["execute"] = [
+        "/usr/bin/python3.11",
+        "/lib64/ld-linux-x86-64.so.2",
+        "${CWD}/run.sh",
+    ]
+    planted(
+        box,
+        ROOT,
+        SCRIPT_TOOL,
+        lambda: ([str(script)], _printed("OK script")),
+        policy,
+        Expect("landlock_fs", "execute", "filesystem.execute", "EACCES",
+               ["+  - /bin/sh"], "low", path=str(script)),
+    )  # fmt: skip

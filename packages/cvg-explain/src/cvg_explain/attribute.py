@@ -263,6 +263,20 @@ def _fs(d: Denial, ctx: Context) -> Finding:
         grants += [(i, raw) for i, raw in _covering(ctx, "write", target)]
         if right == "read_file":
             grants += _covering(ctx, "execute", target)
+    if grants and right == "execute":
+        interp = _interpreter_of(d, path)
+        if interp is not None and not _covering(ctx, "execute", interp):
+            # The kernel opens the interpreter for exec too ("#!" line or ELF PT_INTERP),
+            # and Landlock wants execute on it as well.
+            change = Change("add", "filesystem", "execute", variable_form(interp, ctx.variables))
+            return Finding(
+                f"{d.syscall} was refused executing {path}: the file itself is granted by "
+                f"{_refs(field, grants)}, but its interpreter {interp} is not in "
+                "filesystem.execute",
+                rule,
+                change,
+                risk_of(change, ctx, real_path=interp),
+            )
     if grants:
         return Finding(
             f"{path} is covered by {_refs(field, grants)}, yet {d.syscall} was refused "
@@ -286,6 +300,45 @@ def _fs(d: Denial, ctx: Context) -> Finding:
     value = variable_form(target, ctx.variables)
     change = Change("add", "filesystem", field, value)
     return Finding(cause, rule, change, risk_of(change, ctx, real_path=target))
+
+
+_INTERP_NOTE: Final = re.compile(r"its interpreter (/[^:]+): ")
+
+
+def _interpreter_of(d: Denial, path: str) -> str | None:
+    """The program the kernel also opens to run ``path``: named by the record's detail
+    when the tracer saw it, else read from the file (``#!`` or the ELF PT_INTERP)."""
+    m = _INTERP_NOTE.search(d.detail or "")
+    if m is not None:
+        return m.group(1)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if head.startswith(b"#!"):
+        words = head[2:].split(b"\n", 1)[0].split()
+        return os.fsdecode(words[0]) if words and words[0].startswith(b"/") else None
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
+        return None
+    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
+    phoff = int.from_bytes(head[32:40], order)
+    phentsize = int.from_bytes(head[54:56], order)
+    for i in range(min(int.from_bytes(head[56:58], order), 64)):
+        off = phoff + i * phentsize
+        if off + 40 > len(head):
+            return None
+        if int.from_bytes(head[off : off + 4], order) == 3:  # PT_INTERP
+            start = int.from_bytes(head[off + 8 : off + 16], order)
+            size = int.from_bytes(head[off + 32 : off + 40], order)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(start)
+                    raw = f.read(min(size, 4096))
+            except OSError:
+                return None
+            return os.fsdecode(raw.split(b"\0", 1)[0]) or None
+    return None
 
 
 def _write_verb(right: str) -> str:
