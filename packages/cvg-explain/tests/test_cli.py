@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,32 @@ def test_apply_with_nothing_to_fix(tmp_path: Path, capsys: pytest.CaptureFixture
     before = p.stat().st_mtime_ns
     rc, _, err = _run(capsys, "--apply", str(r))
     assert rc == 0 and "nothing to apply" in err and p.stat().st_mtime_ns == before
+
+
+def test_text_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    r, _ = _setup(tmp_path, READ)
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            ["cvg-explain", str(r)], stdout=follower, stderr=subprocess.PIPE, check=False
+        )
+        os.close(follower)
+        follower = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the other side is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert proc.returncode == 0, proc.stderr
+    text = out.decode().replace("\r\n", "\n")
+    assert text.startswith("run 20261129T120000Z-0a1b2c3d") and "  rule:  filesystem.read" in text
