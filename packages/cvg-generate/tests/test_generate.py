@@ -140,7 +140,7 @@ def test_secrets_are_never_granted_even_with_grant_denied() -> None:
         assert "${HOME}/.ssh/id_rsa" not in granted
 
 
-def test_a_secret_beneath_the_workspace_is_denied_by_name(tmp_path: Path) -> None:
+def test_secrets_beneath_the_workspace_are_denied_by_name(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / ".env").write_text("TOKEN=1\n")
@@ -155,9 +155,12 @@ def test_a_secret_beneath_the_workspace_is_denied_by_name(tmp_path: Path) -> Non
             ],
         }
     )
+    (work / "certs").mkdir()
+    (work / "certs" / "server.key").write_text("KEY\n")
+    (work / "certs" / "README").write_text("not a secret\n")
     p = generate([Source(o)]).policy
     assert p.filesystem.read == ["${CWD}"]
-    assert p.filesystem.deny == ["${CWD}/.env"]
+    assert p.filesystem.deny == ["${CWD}/.env", "${CWD}/certs/server.key"]
     assert p.reasons["filesystem.deny[0]"]
 
 

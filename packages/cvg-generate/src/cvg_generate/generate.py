@@ -27,7 +27,9 @@ the learning sandbox denied are granted only with ``grant_denied``.
 from __future__ import annotations
 
 import math
+import os
 import posixpath
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -54,6 +56,7 @@ _CONNECT_OUTCOMES: Final = frozenset(
     {"ok", "ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET", "EALREADY"}
 )
 _BIND_OUTCOMES: Final = frozenset({"ok", "EADDRINUSE"})
+_NOTE_ID: Final = re.compile(r" \[(e[A-Za-z0-9_.:-]+)\]")
 _PATH_ENV: Final = ("/usr/local/bin", "/usr/bin", "/bin")
 _PASS_ENV: Final = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
 
@@ -158,14 +161,23 @@ class _Builder:
         self.env_set: dict[str, tuple[str, _Rule]] = {}
         self.env_pass: dict[str, _Rule] = {}
         self.resources: dict[str, tuple[int, _Rule]] = {}
-        self.notes: list[str] = []
-        self._noted: set[str] = set()
+        self._notes: dict[str, list[str]] = {}
         self.path_dirs: list[str] = []
 
     def note(self, text: str) -> None:
-        if text not in self._noted:
-            self._noted.add(text)
-            self.notes.append(text)
+        """Say what was left out; the same thing for several events is one line."""
+        m = _NOTE_ID.search(text)
+        key = text if m is None else text[: m.start()] + " [{ids}]" + text[m.end() :]
+        ids = self._notes.setdefault(key, [])
+        if m is not None:
+            ids.append(m.group(1))
+
+    def _note_lines(self) -> list[str]:
+        out = []
+        for key, ids in self._notes.items():
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            out.append(key.replace("{ids}", shown) if "{ids}" in key else key)
+        return out
 
     def rule(self, table: dict[Any, _Rule], key: Any) -> _Rule:
         r = table.get(key)
@@ -546,9 +558,23 @@ class _Builder:
 
     def _denies(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
         """Secrets beneath a granted directory stay unreachable: filesystem.deny."""
-        if obs.cwd is None:
-            return
-        for secret in secret_paths(obs.cwd, obs.home):
+        found = secret_paths(obs.cwd, obs.home) if obs.cwd is not None else []
+        for fld in ("write", "read"):
+            # The workspace is searched for files named like secrets (a key or a token
+            # in the project); the system and runtime trees are not (their secrets sit
+            # in known places, which secret_paths found, and their many files named
+            # after tokens and passwords are documentation and code).
+            for granted in [g for g in self.fs[fld] if within(g, "${CWD}")]:
+                concrete = ctx.to_concrete(granted)
+                if concrete is not None and ctx.is_dir(concrete):
+                    secrets, complete = _secrets_beneath(concrete, obs.home)
+                    found.extend(s for s in secrets if s not in found)
+                    if not complete:
+                        self.note(
+                            f"{granted} holds more than {_SCAN_LIMIT} entries: it was not "
+                            "fully searched for secrets to deny"
+                        )
+        for secret in found:
             target = ctx.to_policy(ctx.resolve(secret, follow=False))
             if target in self.deny:
                 continue
@@ -622,7 +648,7 @@ class _Builder:
             "syscalls": {"allow": syscalls},
             "reasons": reasons,
         }
-        return Generated(Policy.model_validate(data), self.notes)
+        return Generated(Policy.model_validate(data), self._note_lines())
 
     def _collapse(self) -> None:
         """Drop a grant another grant covers, keeping its reasons on the wider one."""
@@ -639,6 +665,27 @@ class _Builder:
             outer = next((q for q in read if q != p and within(p, q)), None)
             if outer is not None:
                 read[outer].absorb(read.pop(p))
+
+
+_SCAN_LIMIT: Final = 50_000
+
+
+def _secrets_beneath(directory: str, home: str | None) -> tuple[list[str], bool]:
+    """Files beneath ``directory`` that are secrets by name (a ``*.pem`` in a granted
+    tree); False when the walk stopped at the limit."""
+    out: list[str] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(directory):
+        for n in dirnames + filenames:
+            seen += 1
+            if seen > _SCAN_LIMIT:
+                return out, False
+            p = os.path.join(dirpath, n)
+            if secret_reason(p, home) is not None:
+                out.append(p)
+        # A secret directory is denied whole: nothing beneath it needs listing.
+        dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in out]
+    return out, True
 
 
 def _event_or(obs: Observation, event_id: str | None) -> Event | None:

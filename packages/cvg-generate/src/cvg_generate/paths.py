@@ -137,6 +137,17 @@ class PathContext:
                 return var + path[len(root) :]
         return path
 
+    def to_concrete(self, policy_path: str) -> str | None:
+        """A policy path back on this machine (None for ``${SCRATCH}``, gone by now)."""
+        for root, var in self.roots:
+            if var == "${SCRATCH}":
+                continue
+            if policy_path == var or policy_path.startswith(var + "/"):
+                return root + policy_path[len(var) :]
+        if "${" in policy_path:
+            return None
+        return policy_path
+
     def is_dir(self, concrete: str) -> bool:
         """Whether ``concrete`` was a directory: it is one here, the tool made it with
         mkdir, or another path of the run lies beneath it."""
