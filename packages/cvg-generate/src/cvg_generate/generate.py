@@ -564,14 +564,14 @@ class _Builder:
             # in the project); the system and runtime trees are not (their secrets sit
             # in known places, which secret_paths found, and their many files named
             # after tokens and passwords are documentation and code).
-            for granted in [g for g in self.fs[fld] if within(g, "${CWD}")]:
-                concrete = ctx.to_concrete(granted)
+            for tree in [g for g in self.fs[fld] if within(g, "${CWD}")]:
+                concrete = ctx.to_concrete(tree)
                 if concrete is not None and ctx.is_dir(concrete):
                     secrets, complete = _secrets_beneath(concrete, obs.home)
                     found.extend(s for s in secrets if s not in found)
                     if not complete:
                         self.note(
-                            f"{granted} holds more than {_SCAN_LIMIT} entries: it was not "
+                            f"{tree} holds more than {_SCAN_LIMIT} entries: it was not "
                             "fully searched for secrets to deny"
                         )
         for secret in found:
