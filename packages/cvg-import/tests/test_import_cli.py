@@ -176,3 +176,21 @@ def test_help_teaches() -> None:
     text = result.stdout.decode()
     for word in ("--baseline", "--artifact-root", "never_grant", "Exit status", "cvg-generate"):
         assert word in text or word in run_cli("--help").stdout.decode(), word
+
+
+def test_target_picks_one_of_several(tmp_path: Path) -> None:
+    doc = {
+        "version": "1.1.0",
+        "targets": [
+            {"name": "a", "source": "/srv/a", "dynamic": {"observations": [obs("fs_read", "x")]}},
+            {"name": "b", "source": "/srv/b", "dynamic": {"observations": []}},
+        ],
+    }
+    path = tmp_path / "scan.json"
+    path.write_text(json.dumps(doc))
+    result = run_cli("divergence", str(path), "--target", "a")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["cwd"] == "/srv/a" and out["events"][0]["path"] == "/srv/a/x"
+    assert out["source"]["target"] == "a"
+    _refused(run_cli("divergence", str(path), "--target", "c"), "no target", "'c'")

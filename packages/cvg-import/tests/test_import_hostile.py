@@ -209,3 +209,10 @@ def test_negative_result_is_a_failure_even_when_marked_succeeded() -> None:
     ).events
     assert e.result == "EUNKNOWN"
     assert e.source is not None and e.source["never_grant"] == "failed"
+
+
+def test_a_path_too_long_once_resolved_is_refused_in_one_line() -> None:
+    data = json.dumps(report(obs("fs_read", "x" * 200))).encode()
+    with pytest.raises(ImportRefused, match="would not be valid") as e:
+        import_divergence(data, root="/" + "r" * 4000)
+    assert "\n" not in str(e.value)

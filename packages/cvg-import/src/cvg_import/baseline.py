@@ -63,8 +63,9 @@ def merge_baseline(
     first, last = len(imported.events) + 1, len(events)
     span = f"e{first}..e{last}" if baseline.events else "none"
     notes = [n for n in imported.notes if not n.startswith("no baseline merged")]
+    shown = name if name is None or len(name) <= 200 else "..." + name[-197:]
     notes.append(
-        f"baseline merged from {name or 'a cvg.observation'}: events {span} "
+        f"baseline merged from {shown or 'a cvg.observation'}: events {span} "
         f"(source.origin baseline) are the runtime's own needs, observed by "
         f"{_tool_of(baseline)} running {_argv(baseline)}"
     )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import posixpath
 
-from cvg_schema import Observation, digest_bytes
+from pydantic import ValidationError
+
+from cvg_schema import Observation, SchemaError, digest_bytes, dumps, loads_as
 
 from .baseline import merge_baseline
 from .divergence import observation_from_report
@@ -40,12 +42,22 @@ def import_divergence(
     """
     report = parse_report(data, target=target)
     placed = artifact_root(root, report.artifact_source)
-    obs = observation_from_report(
-        report, root=placed, report_name=name, report_digest=digest_bytes(data)
-    )
-    if baseline is not None:
-        obs = merge_baseline(obs, baseline.observation, name=baseline.name, digest=baseline.digest)
-    return obs
+    try:
+        obs = observation_from_report(
+            report, root=placed, report_name=name, report_digest=digest_bytes(data)
+        )
+        if baseline is not None:
+            obs = merge_baseline(
+                obs, baseline.observation, name=baseline.name, digest=baseline.digest
+            )
+        # The merge copies models without validating them: check what goes out whole.
+        return loads_as(Observation, dumps(obs))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ImportRefused("$", f"the observation would not be valid: {where}: {first['msg']}")
+    except SchemaError as e:
+        raise ImportRefused("$", f"the observation would not be valid: {e}") from None
 
 
 def artifact_root(given: str | None, source: str | None) -> ArtifactRoot:
