@@ -423,8 +423,16 @@ def learn(place: Place, w: Workload, policy: Path) -> tuple[Outcome, str]:
     generator's notes."""
     obs = place.root / "obs.json"
     out = run(place, w, w.first, [cvg("cvg-observe"), "--out", str(obs), "--"])
+    return out, generate(place, obs, policy)
+
+
+def generate(place: Place, obs: Path, policy: Path, *options: str) -> str:
+    """cvg-generate OPTIONS OBS | cvg-validate -o POLICY; the generator's notes."""
     gen = subprocess.run(
-        [cvg("cvg-generate"), str(obs)], capture_output=True, env=place.env(), timeout=60
+        [cvg("cvg-generate"), *options, str(obs)],
+        capture_output=True,
+        env=place.env(),
+        timeout=60,
     )
     if gen.returncode != 0:
         raise AssertionError(f"cvg-generate failed: {gen.stderr.decode()}")
@@ -438,7 +446,7 @@ def learn(place: Place, w: Workload, policy: Path) -> tuple[Outcome, str]:
     )
     if val.returncode != 0:
         raise AssertionError(f"cvg-validate failed: {val.stderr.decode()}")
-    return out, gen.stderr.decode()
+    return gen.stderr.decode()
 
 
 def sandboxed(policy: Path, abi4: bool = False) -> list[str]:

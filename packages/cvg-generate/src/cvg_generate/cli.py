@@ -91,6 +91,14 @@ Exit status:
     help="Multiply the measured run time and process count by FACTOR for the resources.",
 )
 @click.option(
+    "--workspace/--no-workspace",
+    default=True,
+    show_default=True,
+    help="Grant the working directory as one rule (the tool's workspace), or its paths "
+    "one by one like any other (smaller, but another input with other names there is "
+    "more likely refused).",
+)
+@click.option(
     "-o",
     "--out",
     metavar="FILE",
@@ -111,6 +119,7 @@ def cli(
     observations: tuple[str, ...],
     grant_denied: bool,
     headroom: float,
+    workspace: bool,
     out: str | None,
     quiet: bool,
     verify: bool,
@@ -142,6 +151,7 @@ def cli(
         [Source(item.obs, item.name if several else None) for item in loaded],
         grant_denied=grant_denied,
         headroom=headroom,
+        workspace=workspace,
     )
     if not quiet:
         for note in result.notes[:MAX_NOTES]:

@@ -149,8 +149,9 @@ def _is_decoy(e: Event) -> str | None:
 
 
 class _Builder:
-    def __init__(self, grant_denied: bool, headroom: float) -> None:
+    def __init__(self, grant_denied: bool, headroom: float, workspace: bool = True) -> None:
         self.grant_denied = grant_denied
+        self.workspace = workspace
         self.headroom = headroom
         self.fs: dict[str, dict[str, _Rule]] = {"read": {}, "write": {}, "execute": {}}
         self.deny: dict[str, _Rule] = {}
@@ -200,11 +201,12 @@ class _Builder:
             and not is_broad(ctx.to_policy(obs.cwd))
             and not (obs.home and posixpath.normpath(obs.cwd) == posixpath.normpath(obs.home))
         )
-        if obs.cwd is not None and not cwd_var_ok:
+        if obs.cwd is not None and not cwd_var_ok and self.workspace:
             self.note(
                 f"the working directory {obs.cwd} is a broad directory: its files are "
                 "granted one by one instead of as a workspace"
             )
+        cwd_var_ok = cwd_var_ok and self.workspace
         pids = {e.pid for e in obs.events if e.pid is not None}
         reads: dict[str, list[tuple[Event, str]]] = {}
         for e in obs.events:
@@ -729,9 +731,13 @@ def generate(
     *,
     grant_denied: bool = False,
     headroom: float = DEFAULT_HEADROOM,
+    workspace: bool = True,
 ) -> Generated:
-    """The smallest policy for these observations (their union), every rule with reasons."""
-    b = _Builder(grant_denied, headroom)
+    """The smallest policy for these observations (their union), every rule with reasons.
+
+    ``workspace`` false grants the working directory's paths one by one like any other
+    (smaller; another input with other names there is then more likely refused)."""
+    b = _Builder(grant_denied, headroom, workspace)
     for src in sources:
         b.add(src)
     return b.build()
