@@ -164,10 +164,10 @@ def load_record(path: Path) -> dict[str, Any]:
     return data
 
 
-def patched(policy_text: str, diff: str, where: Path) -> str:
+def patched(policy_text: str, diff: str, where: Path, name: str = "p.yaml") -> str:
     """``policy_text`` with ``diff`` applied by patch(1) in a directory of its own."""
     where.mkdir(exist_ok=True)
-    target = where / "p.yaml"
+    target = where / name
     target.write_text(policy_text)
     subprocess.run(
         ["patch", "-p0", "--quiet", "--no-backup-if-mismatch"],

@@ -105,7 +105,7 @@ def _added(diff: str) -> list[str]:
 
 
 def planted(box: Box, who: Who, source: str, attempt: Attempt, policy: dict[str, Any],
-            expect: Expect) -> None:  # fmt: skip
+            expect: Expect, *, as_json: bool = False) -> None:  # fmt: skip
     tool = box.write(box.cwd / "tool.py", source, 0o644)
 
     # 1. With no sandbox, the tool does what it is for.
@@ -114,7 +114,10 @@ def planted(box: Box, who: Who, source: str, attempt: Attempt, policy: dict[str,
     assert r.returncode == 0 and effect(r), f"unconfined: {r}"
 
     # 2. Under the policy missing one grant, it fails, and the record says why.
-    p = write_policy(box, policy)
+    if as_json:
+        p = box.write(box.cwd / "p.json", json.dumps(policy, indent=2) + "\n")
+    else:
+        p = write_policy(box, policy)
     original = p.read_text()
     record_path = box.root / "run.json"
     args, effect = attempt()
@@ -161,9 +164,12 @@ def planted(box: Box, who: Who, source: str, attempt: Attempt, policy: dict[str,
         r = cvg_explain(who, box, "--apply", str(record_path))
     assert r.returncode == 0, r.stderr
     fixed = p.read_text()
-    assert fixed.startswith("# planted: one grant is missing\n")
+    if as_json:
+        json.loads(fixed)  # still JSON
+    else:
+        assert fixed.startswith("# planted: one grant is missing\n")
     if len(fixes) == 1:
-        assert patched(original, e["fix"], box.root / "patched") == fixed
+        assert patched(original, e["fix"], box.root / "patched", p.name) == fixed
 
     # 5. Under the fixed policy the tool runs.
     args, effect = attempt()
@@ -199,6 +205,21 @@ def test_file_read(box: Box, who: Who) -> None:
         default_policy(),
         Expect("landlock_fs", "read_file", "filesystem.read", "EACCES",
                [f"+  - {path}"], "low", path=path),
+    )  # fmt: skip
+
+
+def test_file_read_with_a_json_policy(box: Box) -> None:
+    token = _token()
+    path = str(box.write(box.data / "input.txt", token, 0o644))
+    planted(
+        box,
+        ROOT,
+        READ_TOOL,
+        lambda: ([path], _printed(token)),
+        default_policy(),
+        Expect("landlock_fs", "read_file", "filesystem.read", "EACCES",
+               ["+      \"/dev/random\",", f'+      "{path}"'], "low", path=path),
+        as_json=True,
     )  # fmt: skip
 
 
@@ -568,7 +589,7 @@ def test_signal_outside(box: Box, who: Who) -> None:
 
         def died(r: Result) -> bool:
             try:
-                return sleeper.wait(timeout=5) == -signal.SIGTERM
+                return sleeper.wait(timeout=3) == -signal.SIGTERM
             except subprocess.TimeoutExpired:
                 return False
 
