@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,8 +13,10 @@ import pytest
 from conftest import record_dict
 
 from cvg_explain.cli import main
+from cvg_policy.errors import PolicyError
 from cvg_policy.load import load_policy
 from cvg_schema.explanation import Explanation
+from cvg_schema.io import digest
 
 POLICY = "version: 1\nfilesystem:\n  read: [/usr]   # e1: the interpreter\n"
 READ = {"syscall": "openat", "path": "/srv/data.txt", "mechanism": "landlock_fs",
@@ -25,7 +28,10 @@ def _setup(tmp_path: Path, *denials: dict[str, Any], policy: str = POLICY) -> tu
     p = tmp_path / "p.yaml"
     p.write_text(policy)
     r = tmp_path / "run.json"
-    r.write_text(json.dumps(record_dict([dict(d) for d in denials], policy_path=str(p))))
+    data = record_dict([dict(d) for d in denials], policy_path=str(p))
+    with contextlib.suppress(PolicyError):
+        data["policy_digest"] = digest(load_policy(policy, filename=str(p)).policy)
+    r.write_text(json.dumps(data))
     return r, p
 
 
@@ -223,3 +229,19 @@ def test_text_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     text = out.decode().replace("\r\n", "\n")
     assert text.startswith("run 20261129T120000Z-0a1b2c3d") and "  rule:  filesystem.read" in text
+
+
+def test_a_changed_policy_is_said_to_be_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r, p = _setup(tmp_path, READ)
+    rc, out, err = _run(capsys, str(r))
+    assert rc == 0 and err == "" and "digest" not in json.loads(out)["summary"]
+    rc, _, _ = _run(capsys, "--apply", str(r))
+    assert rc == 0
+    rc, out, err = _run(capsys, str(r))
+    assert rc == 0
+    assert err.startswith(f"cvg-explain: warning: {p} is not the policy run ")
+    assert "digest differs" in json.loads(out)["summary"]
+    # Against the fixed policy, the read is granted: no fix is left to propose.
+    assert json.loads(out)["denials"][0]["fix"] is None

@@ -15,7 +15,7 @@ from cvg_schema.io import dumps, loads_as, write_atomic
 from cvg_schema.run import RunRecord
 
 from . import __version__
-from .explain import ExplainError, explain, plan_fixes
+from .explain import ExplainError, explain, plan_fixes, policy_changed, policy_source
 from .render import render_text
 
 PROG: Final = "cvg-explain"
@@ -193,8 +193,14 @@ def cli(
     run_record, name = _load_record(record, run_id)
     try:
         explanation = explain(run_record, policy_path=policy_path)
+        source = policy_source(run_record, policy_path=policy_path)
     except ExplainError as e:
         raise _bad(str(e)) from None
+    if policy_changed(run_record, source):
+        _err(
+            f"{PROG}: warning: {source.path or source.name} is not the policy run "
+            f"{run_record.run_id} used (its digest differs): explaining against it as it is now"
+        )
     explanation.record = name if name != "<stdin>" else None
     if fmt is None:
         fmt = "text" if sys.stdout.isatty() else "json"

@@ -17,6 +17,7 @@ from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
+from cvg_schema.io import digest
 from cvg_schema.run import Connection, Denial, RunRecord
 
 from .attribute import Change, Context, Finding, attribute, attribute_connection
@@ -33,6 +34,7 @@ __all__ = [
     "explain",
     "merge_changes",
     "plan_fixes",
+    "policy_changed",
     "policy_source",
 ]
 
@@ -269,12 +271,24 @@ def explain(
     """
     source = policy_source(record, policy_text=policy_text, policy_path=policy_path)
     items = _explain_all(record, source)
+    summary = _summary(record, items)
+    if policy_changed(record, source):
+        summary += (
+            f"; {source.path or source.name} is not the policy this run used (its digest "
+            "differs from the record's): the causes and fixes are against it as it is now"
+        )
     return Explanation(
         run_id=record.run_id,
         policy_digest=record.policy_digest,
-        summary=_summary(record, items),
+        summary=summary,
         denials=[i.denial for i in items],
     )
+
+
+def policy_changed(record: RunRecord, source: PolicySource) -> bool:
+    """Whether the policy explained against is not the one the run used (edited since,
+    fixed already, or another file): its digest is not the record's."""
+    return digest(source.loaded.policy) != record.policy_digest
 
 
 @dataclass
