@@ -516,3 +516,37 @@ def test_script_interpreter_is_granted_when_the_script_is(
     denial["detail"] = "its interpreter /usr/bin/env: no filesystem.execute grant covers it"
     e = _one(make_record, tmp_path, denial, text)
     assert _applied(tmp_path, e, text).filesystem.execute[-1] == "/usr/bin/env"
+
+
+@pytest.mark.parametrize(
+    ("denial", "field", "value"),
+    [
+        ({"syscall": "openat", "mechanism": "rlimit", "right": "nofile", "errno": "EMFILE"},
+         "open_files", 512),
+        ({"syscall": "write", "mechanism": "rlimit", "right": "fsize", "errno": "EFBIG"},
+         "file_size_mb", 128),
+        ({"syscall": "run", "mechanism": "rlimit", "right": "cpu"}, "cpu_seconds", 60),
+        ({"syscall": "exit", "mechanism": "supervisor", "rule": "resources.wall_clock_seconds"},
+         "wall_clock_seconds", 120),
+        ({"syscall": "exit", "mechanism": "supervisor", "rule": "resources.cpu_seconds"},
+         "cpu_seconds", 60),
+        ({"syscall": "exit", "mechanism": "supervisor", "rule": "resources.memory_mb",
+          "detail": "the tool's processes held 300 MiB resident at once, more than memory_mb=256"},
+         "memory_mb", 512),
+        # No right recorded: inferred from the errno.
+        ({"syscall": "openat", "mechanism": "rlimit", "errno": "EMFILE"}, "open_files", 512),
+    ],
+)  # fmt: skip
+def test_other_limits_are_doubled(
+    make_record: MakeRecord, tmp_path: Path, denial: dict[str, Any], field: str, value: int
+) -> None:
+    text = "version: 1\nresources:\n  memory_mb: 256\n"
+    e = _one(make_record, tmp_path, denial, text)
+    assert e.rule == f"resources.{field}"
+    assert getattr(_applied(tmp_path, e, text).resources, field) == value
+    assert e.risk is not None and e.risk.level == "low"
+
+
+def test_core_dumps_have_no_fix(make_record: MakeRecord, tmp_path: Path) -> None:
+    e = _one(make_record, tmp_path, {"syscall": "run", "mechanism": "rlimit", "right": "core"})
+    assert e.fix is None and "core dumps" in e.cause
