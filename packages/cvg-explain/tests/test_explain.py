@@ -533,6 +533,9 @@ def test_script_interpreter_is_granted_when_the_script_is(
         ({"syscall": "exit", "mechanism": "supervisor", "rule": "resources.memory_mb",
           "detail": "the tool's processes held 300 MiB resident at once, more than memory_mb=256"},
          "memory_mb", 512),
+        ({"syscall": "exit", "mechanism": "supervisor", "rule": "resources.memory_mb",
+          "detail": "the tool's processes held 900 MiB resident at once, more than memory_mb=256"},
+         "memory_mb", 1152),
         # No right recorded: inferred from the errno.
         ({"syscall": "openat", "mechanism": "rlimit", "errno": "EMFILE"}, "open_files", 512),
     ],

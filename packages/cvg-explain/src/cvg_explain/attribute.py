@@ -161,6 +161,7 @@ _UNITS: Final = {
 }
 
 _MMAP_LEN: Final = re.compile(r"\bmmap\(\s*[^,]*,\s*(\d+)")
+_RESIDENT: Final = re.compile(r"held (\d+) MiB resident")
 _PROCESS_COUNT: Final = re.compile(r"(\d+)\s+(?:processes|tasks)")
 _AF: Final = re.compile(r"\bAF_([A-Z0-9]+)")
 _SOCK: Final = re.compile(r"\bSOCK_(STREAM|DGRAM|RAW|SEQPACKET|PACKET)\b")
@@ -537,6 +538,10 @@ def _raise(d: Denial, ctx: Context, field: str, how: str) -> Finding:
         if m is not None:
             need = int(m.group(1)) / (1 << 20)
             new = max(new, int(math.ceil((current + need) / 64) * 64))
+        held = _RESIDENT.search(d.detail or "")
+        if held is not None:
+            # What the tree held when it was stopped, and a quarter more: it was growing.
+            new = max(new, int(math.ceil(int(held.group(1)) * 1.25 / 64) * 64))
     if field == "processes":
         m = _PROCESS_COUNT.search(d.detail or "")
         if m is not None:
