@@ -48,7 +48,8 @@ What a fix is:
 Risk:
   high    a secret, a write to a system tree, write plus execute together, any
           network port, UDP or UNIX sockets, a call off the seccomp deny list
-  medium  a whole directory, signals outside the sandbox, large limits
+  medium  a whole directory, one host and port through the network.hosts proxy,
+          signals outside the sandbox, large limits
   low     one more file, a modest limit
 
 \b

@@ -73,6 +73,9 @@ def policy_source(
     """The policy to explain against: ``policy_text`` if given, else the file at
     ``policy_path``, else the record's ``policy_path``, else the embedded default."""
     path = policy_path if policy_path is not None else record.policy_path
+    if path is not None and policy_path is None and not os.path.isabs(path):
+        # A relative path in a record is relative to the run's working directory.
+        path = os.path.join(record.cwd, path)
     if policy_text is None:
         if path is None:
             text, path = _default_policy_text(), None
