@@ -211,3 +211,17 @@ def test_the_design_pipeline_exactly_as_written(tmp_path: Path) -> None:
     assert r.stdout == b'["tool.py"]\n'  # from cvg-run (cvg-observe sent the tool's to stderr)
     assert b'["tool.py"]' in r.stderr
     assert "# e1: " in (work / "p.yaml").read_text()
+
+
+def test_a_newer_minor_version_is_read() -> None:
+    doc = {
+        "kind": "cvg.observation",
+        "schema_version": "1.9",
+        "partial": True,
+        "events": [
+            {"id": "e1", "op": "read", "syscall": "openat", "path": "/srv/x", "result": "ok"}
+        ],
+    }
+    r = _gen(stdin=json.dumps(doc).encode())
+    assert r.returncode == 0, r.stderr
+    assert Policy.model_validate_json(r.stdout).filesystem.read == ["/srv/x"]

@@ -135,7 +135,7 @@ def _summary(e: Event, path: str | None = None) -> str:
     return f"{text} ({', '.join(extra)})" if extra else text
 
 
-def _is_decoy(e: Event) -> str | None:
+def _marked_never(e: Event) -> str | None:
     """Why the event's source forbids granting it (cvg-import's ``never_grant``:
     "decoy", "secret" or "failed"; or a decoy, secret or canary flag), else None."""
     src = e.source or {}
@@ -210,7 +210,7 @@ class _Builder:
         pids = {e.pid for e in obs.events if e.pid is not None}
         reads: dict[str, list[tuple[Event, str]]] = {}
         for e in obs.events:
-            decoy = _is_decoy(e)
+            decoy = _marked_never(e)
             if decoy is not None:
                 self.note(f"not granted: {_summary(e)} [{e.id}]: {decoy}")
                 continue
@@ -410,7 +410,7 @@ class _Builder:
                 continue
             if e.denied_while_learning and not self.grant_denied:
                 continue
-            if secret_reason(exe.path, obs.home) or _is_decoy(e):
+            if secret_reason(exe.path, obs.home) or _marked_never(e):
                 continue
             chain = [(exe.path, _summary(e))]
             for s in exe.shebang:
