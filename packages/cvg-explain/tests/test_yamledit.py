@@ -241,3 +241,21 @@ def test_diff_hunk_line_numbers() -> None:
     new = set_value(old, "network", "udp", True)
     diff = unified_diff(old, new, "p.yaml")
     assert "@@ -20,4 +20,4 @@" in diff
+
+
+def test_crlf_line_ends_are_kept(tmp_path: Path) -> None:
+    old = BLOCK.replace("\n", "\r\n")
+    new = add_item(old, "filesystem", "read", "/srv/x")
+    new = set_value(new, "ipc", "signal_outside", True)
+    lf = set_value(add_item(BLOCK, "filesystem", "read", "/srv/x"), "ipc", "signal_outside", True)
+    assert new == lf.replace("\n", "\r\n")
+    assert "\n" not in new.replace("\r\n", "")
+    assert _policy(new)["filesystem"]["read"][-1] == "/srv/x"  # type: ignore[index]
+    (tmp_path / "p.yaml").write_bytes(old.encode())
+    subprocess.run(
+        ["patch", "-p0", "--quiet", "--no-backup-if-mismatch"],
+        input=unified_diff(old, new, "p.yaml").encode(),
+        cwd=tmp_path,
+        check=True,
+    )
+    assert (tmp_path / "p.yaml").read_bytes() == new.encode()

@@ -12,6 +12,7 @@ is edited as JSON (quoted keys and strings, commas).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -217,8 +218,19 @@ def _section(doc: _Doc, section: str) -> tuple[yaml.Node, yaml.Node] | None:
     return _find(doc.root, section)
 
 
+def _keep_line_ends(edit: Callable[[str], str], text: str) -> str:
+    """Edit with "\\n" line ends, then give the text back the ones it had."""
+    if "\r\n" not in text:
+        return edit(text)
+    return edit(text.replace("\r\n", "\n")).replace("\n", "\r\n")
+
+
 def add_item(text: str, section: str, field: str, value: Value) -> str:
     """``text`` with ``value`` appended to the list ``section.field``, created if missing."""
+    return _keep_line_ends(lambda t: _add_item(t, section, field, value), text)
+
+
+def _add_item(text: str, section: str, field: str, value: Value) -> str:
     doc = _compose(text)
     return _add_rendered(doc, section, field, render_scalar(value, doc.json))
 
@@ -267,6 +279,10 @@ def render_host(host: str, port: int, as_json: bool = False) -> str:
 def add_host(text: str, host: str, port: int) -> str:
     """``text`` with ``port`` granted on ``host`` in ``network.hosts``: appended to the
     ports of the entry naming exactly that host, else a new entry at the end."""
+    return _keep_line_ends(lambda t: _add_host(t, host, port), text)
+
+
+def _add_host(text: str, host: str, port: int) -> str:
     doc = _compose(text)
     found = _section(doc, "network")
     if found is not None and isinstance(found[1], yaml.MappingNode):
@@ -287,6 +303,10 @@ def add_host(text: str, host: str, port: int) -> str:
 
 def set_value(text: str, section: str, field: str, value: Value) -> str:
     """``text`` with ``section.field`` set to the scalar ``value``, added if missing."""
+    return _keep_line_ends(lambda t: _set_value(t, section, field, value), text)
+
+
+def _set_value(text: str, section: str, field: str, value: Value) -> str:
     doc = _compose(text)
     rendered = render_scalar(value, doc.json)
     found = _section(doc, section)
