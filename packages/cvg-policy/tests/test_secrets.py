@@ -44,3 +44,44 @@ def test_secrets_are_recognised(path: str) -> None:
 )
 def test_ordinary_files_are_not_secrets(path: str) -> None:
     assert secret_reason(path, "/home/u") is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/alice/.aws/config",
+        "/home/alice/.kube/config",
+        "/tmp/divergence-overlay-abc/home/.aws/config",
+        "${HOME}/.config/divergence-token/x",
+        "/var/lib/secrets/db.txt",
+        "/etc/divergence-token",
+        "/srv/app/.ssh",
+    ],
+)
+def test_secrets_are_recognised_without_knowing_home(path: str) -> None:
+    assert secret_reason(path) is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "/etc/pam.d/common-password",
+        "/usr/share/doc/libsecret-1-0/copyright",
+        "/usr/lib/x86_64-linux-gnu/libsecret-1.so.0",
+    ],
+)
+def test_public_files_with_secret_words_are_not_secrets(path: str) -> None:
+    assert secret_reason(path) is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/u/src/secret-santa/main.py",
+        "/tmp/pytest-of-root/pytest-1/test_never_grants_secrets0/out.txt",
+        "/home/u/work/token-bucket/README.md",
+    ],
+)
+def test_project_directories_mentioning_a_word_are_not_secrets(path: str) -> None:
+    assert secret_reason(path) is None

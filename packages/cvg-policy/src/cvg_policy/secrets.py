@@ -88,9 +88,9 @@ SECRET_NAMES: Final = (
 """File names that are secrets wherever they are (globs, matched case-insensitively)."""
 
 SECRET_WORDS: Final = ("token", "secret", "credential", "password", "passwd", "apikey", "api_key")
-"""Words that make a file name a secret (``.config/divergence-token``), except for code
-files and files in the system trees: Python's own ``tokenize.py`` and ``secrets.py``
-are not secrets, nor is ``/etc/passwd``."""
+"""Words that make a file or directory name a secret (``.config/divergence-token``),
+except for code files, the code trees (/usr, /lib, ...) and a few public names: Python's
+own ``tokenize.py`` and ``secrets.py`` are not secrets, nor is ``/etc/passwd``."""
 
 _CODE_SUFFIXES: Final = (
     ".py",
@@ -105,7 +105,7 @@ _CODE_SUFFIXES: Final = (
     ".rb",
     ".pl",
 )
-_SYSTEM_TREES: Final = (
+_CODE_TREES: Final = (
     "/usr",
     "/lib",
     "/lib64",
@@ -113,11 +113,14 @@ _SYSTEM_TREES: Final = (
     "/bin",
     "/sbin",
     "/opt",
-    "/etc",
     "/proc",
     "/sys",
     "/nix",
     "/snap",
+)
+# Names that hold one of SECRET_WORDS and are public by design.
+_PUBLIC_NAMES: Final = frozenset(
+    {"passwd", "passwd-", "common-password", "password-auth", "system-auth"}
 )
 
 
@@ -162,28 +165,45 @@ def secret_paths(cwd: str, home: str | None, *, euid: int | None = None) -> list
 def secret_reason(path: str, home: str | None = None) -> str | None:
     """Why ``path`` is a secret (one phrase), or None when it is not one.
 
-    ``home`` may be a real directory or the literal ``${HOME}``; paths are compared
-    as written, after normalisation, so a variable-form path works too.
+    Judged by pattern, so it works on paths from another machine (an imported report's
+    ``/home/alice/.aws/config``) and on variable forms (``${HOME}/.ssh``): a home secret
+    such as ``.ssh`` or ``.config/gh`` is one wherever it sits, not only under ``home``.
+    ``home`` is accepted for callers that know it; the judgement does not depend on it.
     """
+    del home  # kept for the callers' sake: see the docstring
     path = posixpath.normpath(path)
-    homes = [h for h in (home, "${HOME}") if h]
-    for h in homes:
-        for name in HOME_SECRETS:
-            secret = posixpath.join(h, name)
-            if path == secret or path.startswith(secret + "/"):
-                return f"~/{name} holds credentials"
+    framed = path if path.endswith("/") else path + "/"
+    for name in HOME_SECRETS:
+        if f"/{name}/" in framed or framed.startswith(f"{name}/"):
+            return f"~/{name} holds credentials"
     for pattern in SYSTEM_SECRETS:
         if fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern.rstrip("*") + "/"):
             return f"{pattern} holds system secrets"
-    for part in path.split("/"):
+    parts = [p for p in path.split("/") if p]
+    for part in parts:
         lower = part.lower()
         for pattern in SECRET_NAMES:
             if fnmatch.fnmatchcase(lower, pattern):
                 return f"{part!r} is named like a secret ({pattern})"
-    name = posixpath.basename(path).lower()
-    if name.endswith(_CODE_SUFFIXES) or any(inside(path, t) for t in _SYSTEM_TREES):
+    if any(inside(path, t) for t in _CODE_TREES):
         return None
-    for word in SECRET_WORDS:
-        if word in name:
-            return f"{posixpath.basename(path)!r} is named like a secret ({word!r})"
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        lower = part.lower()
+        if i == last and (lower.endswith(_CODE_SUFFIXES) or lower in _PUBLIC_NAMES):
+            continue
+        if i < last:
+            # A directory is a secret when it is named for one (`secrets/`), or holds a
+            # secret word inside a hidden config tree (`.config/divergence-token/`). A
+            # project directory that merely mentions a word (`secret-santa/`) is not.
+            if inside(path, "/etc"):
+                continue
+            hidden = any(p.startswith(".") for p in parts[:i])
+            for word in SECRET_WORDS:
+                if lower.lstrip(".") in (word, word + "s") or (hidden and word in lower):
+                    return f"{part!r} is named like a secret ({word!r})"
+            continue
+        for word in SECRET_WORDS:
+            if word in lower:
+                return f"{part!r} is named like a secret ({word!r})"
     return None
