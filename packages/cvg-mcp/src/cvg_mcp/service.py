@@ -25,7 +25,6 @@ from cvg_run import record as run_record
 from cvg_run.api import SandboxError
 
 from .policies import Chosen, PolicyDir, Refused
-from .records import RecordWriter
 from .runs import Child, Outcome, Run, Stream
 from .sandboxes import Pool
 
@@ -65,10 +64,9 @@ class RunRequest:
 
 @dataclass
 class _Made:
-    """A run this server made: its record, where that is saved, and its policy."""
+    """A run this server made: its record and its policy."""
 
     record: dict[str, Any]
-    record_path: str
     policy_text: str | None
     policy_path: str | None
 
@@ -81,7 +79,6 @@ class Service:
     _runs: dict[str, _Made] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _facts: Any = field(default=None, init=False)
-    _writer: RecordWriter = field(default_factory=lambda: RecordWriter(), init=False)
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -90,7 +87,6 @@ class Service:
 
     def close(self) -> None:
         self.pool.close()
-        self._writer.close()
 
     # --- run_sandboxed -----------------------------------------------------------------
 
@@ -209,6 +205,12 @@ class Service:
                     f"policy {chosen.name!r}: cvg-run did not run the command "
                     f"(exit {status}): {message}"
                 ) from None
+            # Where cvg-explain --run ID looks, as cvg-run itself would have put it.
+            try:
+                where = os.path.join(run_record.state_dir(), f"{rec['run_id']}.json")
+                run_record.write_atomic(where, run_record.dumps(rec))
+            except OSError:
+                pass  # explain_denials still has it in memory
             outcome = Outcome(rec, out, err, job.cancelled)
             answer = self._answer(chosen, outcome, traced_asked=True)
             if fired.is_set() and not job.cancelled:
@@ -263,17 +265,13 @@ class Service:
         return answer
 
     def _keep(self, chosen: Chosen, rec: dict[str, Any]) -> None:
-        """Remember the run as ours, and save its record where cvg-explain looks for
-        it (``cvg-explain --run ID``) from a writer thread: the fsync is not the
-        caller's to wait for."""
+        """Remember the run as ours, for explain_denials."""
         run_id = str(rec["run_id"])
-        path = os.path.join(run_record.state_dir(), f"{run_id}.json")
         text = chosen.data.decode("utf-8", "replace") if chosen.path is None else None
         with self._lock:
-            self._runs[run_id] = _Made(rec, path, text, chosen.path)
+            self._runs[run_id] = _Made(rec, text, chosen.path)
             while len(self._runs) > MAX_REMEMBERED:
                 del self._runs[next(iter(self._runs))]
-        self._writer.put(path, rec)
 
     def _denials(self, run_id: str, denials: list[dict[str, Any]]) -> list[dict[str, Any]]:
         fixes: dict[str, dict[str, Any]] = {}
