@@ -185,6 +185,15 @@ def variable_form(path: str, variables: Mapping[str, str]) -> str:
     return "${" + name + "}" + path[length:]
 
 
+def real_path(path: str) -> str:
+    """``path`` with symlinks resolved as far as they exist here; as written when it
+    cannot be looked at (a NUL byte from a hostile record, a loop)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return posixpath.normpath(path)
+
+
 def _expand(value: str, variables: Mapping[str, str]) -> str | None:
     out = value
     for name, base in variables.items():
@@ -201,17 +210,13 @@ def _inside(path: str, parent: str) -> bool:
 def _covering(ctx: Context, field: str, path: str) -> list[tuple[int, str]]:
     """The ``(index, value)`` of each entry of ``filesystem.<field>`` beneath which
     ``path`` lies (the path as written and as resolved are both tried)."""
-    paths = {posixpath.normpath(path)}
-    try:
-        paths.add(os.path.realpath(path))
-    except OSError:  # pragma: no cover - realpath does not raise for plain strings
-        pass
+    paths = {posixpath.normpath(path), real_path(path)}
     out = []
     for i, raw in enumerate(getattr(ctx.policy.filesystem, field)):
         grant = _expand(raw, ctx.variables)
         if grant is None:
             continue
-        grants = {grant, os.path.realpath(grant)}
+        grants = {grant, real_path(grant)}
         if any(_inside(p, g) for p in paths for g in grants):
             out.append((i, raw))
     return out
@@ -315,7 +320,7 @@ def _interpreter_of(d: Denial, path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
-    except OSError:
+    except (OSError, ValueError):
         return None
     if head.startswith(b"#!"):
         words = head[2:].split(b"\n", 1)[0].split()
@@ -336,7 +341,7 @@ def _interpreter_of(d: Denial, path: str) -> str | None:
                 with open(path, "rb") as f:
                     f.seek(start)
                     raw = f.read(min(size, 4096))
-            except OSError:
+            except (OSError, ValueError, OverflowError):
                 return None
             return os.fsdecode(raw.split(b"\0", 1)[0]) or None
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from cvg_policy.errors import PolicyError
-from cvg_policy.load import LoadedPolicy, load_policy
+from cvg_policy.load import LoadedPolicy, load_policy, read_policy_file
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
 from cvg_schema.io import digest
@@ -81,11 +81,19 @@ def policy_source(
             text, path = _default_policy_text(), None
             name = DEFAULT_POLICY_NAME
         else:
+            if path == "-":
+                raise ExplainError(
+                    "the policy came from stdin, which cannot be read again: name its "
+                    "file with -p (or pass policy_text)"
+                )
             try:
-                with open(path, "rb") as f:
-                    raw = f.read()
+                # At most one byte past the loader's limit, so a huge file is refused
+                # without being read whole.
+                raw = read_policy_file(path)
             except OSError as e:
                 raise ExplainError(f"{path}: cannot read the policy: {e.strerror or e}") from None
+            except ValueError:  # a NUL byte in the record's path
+                raise ExplainError(f"{path!r}: not a file name") from None
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:

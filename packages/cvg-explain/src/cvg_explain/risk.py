@@ -69,7 +69,7 @@ def _system_tree(path: str) -> str | None:
             return tree
     try:
         real = os.path.realpath(path)
-    except OSError:  # pragma: no cover
+    except (OSError, ValueError):
         return None
     if real != path:
         return _system_tree(real) if real != "/" else "/"
@@ -92,7 +92,10 @@ def _overlaps(path: str, others: list[str]) -> bool:
 
 
 def _is_dir(path: str) -> bool:
-    return os.path.isdir(path)
+    try:
+        return os.path.isdir(path)
+    except ValueError:  # a NUL byte
+        return False
 
 
 def risk_of(
