@@ -327,3 +327,135 @@ def test_record_keeps_distinct_denials_once_with_a_count(box: Box) -> None:
     assert ran.err.count(f"denied: open {secret} for read") == 1
     assert json.loads(json.dumps(data))["denials"][0]["id"] == "d1"
     assert os.path.exists(box.share / "traced.json")
+
+
+# ------------------------------------------------------------------- supervisor and scopes
+
+
+def test_process_count_is_the_tools_not_strace(box: Box, identity: Identity) -> None:
+    # The tool and two children: three processes, the limit. strace sits between the
+    # supervisor and the tool and must not be counted as a fourth.
+    script = (
+        "import subprocess\n"
+        "ps = [subprocess.Popen(['/usr/bin/sleep', '1']) for _ in range(2)]\n"
+        "print([p.wait() for p in ps])\n"
+    )
+    assert _plain(script, identity).stdout == "[0, 0]\n"
+    ran, data = _traced(box, identity, script, resources={"processes": 3})
+    assert ran.rc == 0 and ran.out == "[0, 0]\n", ran.err
+    assert data["exit"] == {"status": 0, "meaning": "exited"}
+
+
+def test_too_many_processes_is_named_resources_processes(box: Box, identity: Identity) -> None:
+    script = (
+        "import subprocess\nps = []\n"
+        "try:\n"
+        "    for _ in range(6): ps.append(subprocess.Popen(['/usr/bin/sleep', '5']))\n"
+        "except OSError as e: print('fork refused', e.errno)\n"
+        "print(len([p.wait() for p in ps]))\n"
+    )
+    assert _plain(script, identity).stdout == "6\n"
+    ran, data = _traced(box, identity, script, resources={"processes": 3})
+    found = [d for d in data["denials"] if d.get("rule") == "resources.processes"]
+    assert found, data["denials"]
+    assert {d["mechanism"] for d in found} <= {"supervisor", "rlimit"}
+    if ran.rc == 137:  # the supervisor ended the run
+        assert data["exit"]["meaning"] == "limit"
+        assert any(d["mechanism"] == "supervisor" for d in found)
+    else:  # RLIMIT_NPROC refused a fork first (an unprivileged user's backstop)
+        assert "fork refused" in ran.out
+        assert any(d["mechanism"] == "rlimit" and d["right"] == "nproc" for d in found)
+
+
+def test_wall_clock_ends_a_traced_run(box: Box, identity: Identity) -> None:
+    ran, data = _traced(
+        box, identity, "import time\ntime.sleep(30)\n", resources={"wall_clock_seconds": 1}
+    )
+    assert ran.rc == 124
+    assert ran.seconds < 15
+    d = _only(data, mechanism="supervisor")
+    assert d["rule"] == "resources.wall_clock_seconds"
+
+
+def test_signal_outside_the_sandbox_is_landlock_scope(box: Box, identity: Identity) -> None:
+    pidfile = box.cwd / "pid"
+
+    def outside() -> None:
+        # A process of the same user, started outside the sandbox.
+        p = subprocess.Popen(["/usr/bin/sleep", "30"])
+        pidfile.write_text(str(p.pid))
+
+    script = (
+        f"import os\npid = int(open({str(pidfile)!r}).read())\n"
+        "try:\n os.kill(pid, 0); print('signalled')\n"
+        "except PermissionError:\n print('refused')\n"
+    )
+    ran = run_main(
+        ["--trace", "--record", str(box.share / "r.json"), "--", PY, "-c", script],
+        box=box,
+        user=identity,
+        before=outside,
+    )
+    assert ran.rc == 0 and ran.out == "refused\n", ran.err
+    data, _ = load_record(box.share / "r.json")
+    d = _only(data, syscall="kill")
+    assert (d["mechanism"], d["right"], d["rule"], d["errno"]) == (
+        "landlock_scope", "signal", "ipc.signal_outside", "EPERM",
+    )  # fmt: skip
+    # With no sandbox, the same user signals it.
+    pidfile.unlink()
+
+    def plain() -> dict[str, Any]:
+        outside()
+        done = subprocess.run([PY, "-c", script], capture_output=True, text=True, check=False)
+        os.kill(int(pidfile.read_text()), 9)
+        return {"out": done.stdout}
+
+    got = start(plain, user=identity).finish(60)
+    assert got.error is None, got.error
+    assert got.value["out"] == "signalled\n"
+
+
+def test_unix_socket_refused_by_seccomp_names_network_unix(box: Box, identity: Identity) -> None:
+    script = (
+        "import socket\ntry:\n socket.socket(socket.AF_UNIX); print('made')\n"
+        "except OSError as e:\n print('refused', e.errno)\n"
+    )
+    assert _plain(script, identity).stdout == "made\n"
+    ran, data = _traced(box, identity, script)
+    assert ran.rc == 0 and ran.out.startswith("refused")
+    d = _only(data, syscall="socket")
+    assert (d["mechanism"], d["rule"]) == ("seccomp", "network.unix")
+    assert "cvg-run: denied: socket unix stream (seccomp: network.unix is false)" in ran.err
+
+
+def test_the_tool_cannot_write_the_trace(box: Box, identity: Identity) -> None:
+    # Even with /proc readable and writable by policy, strace's descriptors (the trace
+    # pipe among them) are out of reach: strace is outside the tool's Landlock domain.
+    script = (
+        "import os\nppid = os.getppid()\nn = 0\n"
+        # Only strace's descriptors get the forged line: with no sandbox the parent is
+        # the test's own process, whose descriptors are only opened, never written.
+        "forge = open(f'/proc/{ppid}/comm').read().strip() == 'strace'\n"
+        "try:\n names = os.listdir(f'/proc/{ppid}/fd')\n"
+        "except OSError:\n names = [str(i) for i in range(3, 64)]\n"
+        "for fd in names:\n"
+        "    try:\n"
+        "        w = os.open(f'/proc/{ppid}/fd/{fd}', os.O_WRONLY | os.O_APPEND)\n"
+        "    except OSError:\n        continue\n"
+        "    n += 1\n"
+        "    if forge:\n"
+        '        os.write(w, f\'{os.getpid()} 1.0 openat(AT_FDCWD, "/forged", O_RDONLY)'
+        " = -1 EACCES (Permission denied)\\n'.encode())\n"
+        "    os.close(w)\n"
+        "print(n)\n"
+    )
+    # With no sandbox, a process can open its parent's descriptors this way (the
+    # parent a fresh python of the same user, as strace is under --trace).
+    wrapper = f"import subprocess\nsubprocess.run([{PY!r}, '-c', {script!r}])\n"
+    assert int(_plain(wrapper, identity).stdout) > 0
+    ran, data = _traced(
+        box, identity, script, filesystem={"read": ["/usr", "/proc"], "write": ["/proc"]}
+    )
+    assert ran.rc == 0 and ran.out == "0\n", ran.err
+    assert not [d for d in data["denials"] if d.get("path") == "/forged"]

@@ -157,13 +157,22 @@ class Tracer:
         in the filesystem holds it, and in marshal form, which it reads without json."""
         import marshal
 
+        plan = self.plan
+        if isinstance(plan.get("processes"), int):
+            # The backstop RLIMIT_NPROC is the user's process count plus N, and the
+            # kernel counts threads: this supervisor's reader and notification threads
+            # would otherwise use up two of the tool's N.
+            plan = {**plan, "processes": plan["processes"] + len(self._threads_planned())}
         fd = os.memfd_create("cvg-plan", os.MFD_CLOEXEC)
-        data = marshal.dumps(self.plan)
+        data = marshal.dumps(plan)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
         os.lseek(fd, 0, os.SEEK_SET)
         self.plan_fd = fd
+
+    def _threads_planned(self) -> list[str]:
+        return ["reader", "notify"] if self.mode == "notify" else ["reader"]
 
     def argv(self, command: Sequence[str], *, err_fd: int, trace_fd: int) -> list[str]:
         """strace's command line: it writes to descriptor ``trace_fd`` and starts the
