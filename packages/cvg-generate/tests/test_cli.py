@@ -182,6 +182,8 @@ def test_verify_reports_a_gap_of_another_input(observed: tuple[wl.Place, Path]) 
     outside = place.root / "elsewhere.txt"
     outside.write_text("x\n")
     code = f"print(open({str(outside)!r}).read())"
+    bare = subprocess.run([wl.PYTHON, "-c", code], env=place.env(), capture_output=True)
+    assert bare.returncode == 0 and bare.stdout == b"x\n\n"  # readable with no sandbox
     r = subprocess.run(
         [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", wl.PYTHON, "-c", code],
         cwd=place.work,

@@ -4,9 +4,13 @@ works with no sandbox)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+import pytest
 import workloads as wl
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-7f3a"
@@ -20,13 +24,25 @@ for p in [os.path.expanduser("~/.ssh/id_ed25519"), ".env", "notes.txt"]:
 """
 
 
-def test_secrets_are_not_granted_and_stay_unreadable(tmp_path: Path) -> None:
-    place = wl.make_place(tmp_path, "secret")
+@pytest.mark.parametrize("identity", ["root", "unprivileged"])
+def test_secrets_are_not_granted_and_stay_unreadable(identity: str) -> None:
+    if identity == "unprivileged" and os.geteuid() != 0:
+        pytest.skip("needs root to create and become the unprivileged user")
+    base = Path(tempfile.mkdtemp(prefix="cvg-generate-live-"))
+    base.chmod(0o755)
+    try:
+        _check(base, identity)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _check(tmp_path: Path, identity: str) -> None:
+    place = wl.make_place(tmp_path, "tool")
     inp = wl.Input(
         {"tool.py": TOOL, ".env": "TOKEN=canary-env\n", "notes.txt": "plain\n"},
         [wl.PYTHON, "tool.py"],
     )
-    w = wl.Workload("secret", inp, inp)
+    w = wl.Workload("tool", inp, inp)
     place.reset(inp)
     (place.home / ".ssh").mkdir(mode=0o700)
     (place.home / ".ssh" / "id_ed25519").write_text(KEY + "\n")
@@ -55,7 +71,13 @@ def test_secrets_are_not_granted_and_stay_unreadable(tmp_path: Path) -> None:
     grants = "\n".join(rules).split("filesystem:")[1].split("  deny:")[0]
     assert ".ssh" not in grants and ".env" not in grants
     assert "${CWD}/.env" in "\n".join(rules).split("  deny:")[1].split("network:")[0]
-    boxed = wl.run(place, w, inp, wl.sandboxed(policy))
+    if identity == "root":
+        boxed = wl.run(place, w, inp, wl.sandboxed(policy))
+    else:
+        user = wl.unpriv_user()
+        bare = wl.run_as(user, place, w, inp, None)
+        assert KEY in bare.stdout and "canary-env" in bare.stdout  # readable as that user
+        boxed = wl.run_as(user, place, w, inp, policy)
     assert boxed.status == 0, boxed.stderr
     assert KEY not in boxed.stdout and "canary-env" not in boxed.stdout
     assert "notes.txt plain" in boxed.stdout  # the tool itself still works
