@@ -459,3 +459,31 @@ def test_the_tool_cannot_write_the_trace(box: Box, identity: Identity) -> None:
     )
     assert ran.rc == 0 and ran.out == "0\n", ran.err
     assert not [d for d in data["denials"] if d.get("path") == "/forged"]
+
+
+def test_the_tool_itself_without_an_execute_grant(box: Box, identity: Identity) -> None:
+    tool = box.cwd / "mytrue"
+    shutil.copy("/usr/bin/true", tool)
+    tool.chmod(0o755)
+    assert (
+        _plain(
+            f"import subprocess\nprint(subprocess.run([{str(tool)!r}]).returncode)", identity
+        ).stdout
+        == "0\n"
+    )
+    path = make_policy(box.share)
+    untraced = run_main(["-p", str(path), "--", "./mytrue"], box=box, user=identity)
+    rec = box.share / "r.json"
+    traced = run_main(
+        ["--trace", "--record", str(rec), "-p", str(path), "--", "./mytrue"], box=box, user=identity
+    )
+    assert untraced.rc == traced.rc == 126
+    message = "cvg-run: ./mytrue: Permission denied"
+    assert message in untraced.err and message in traced.err
+    data, _ = load_record(rec)
+    assert data["exit"]["meaning"] == "not_executable"
+    d = _only(data, path=str(tool))
+    assert (d["mechanism"], d["right"], d["rule"]) == (
+        "landlock_fs", "execute", "filesystem.execute",
+    )  # fmt: skip
+    assert f"cvg-run: denied: execute {tool} (no filesystem.execute grant covers it" in traced.err

@@ -247,6 +247,10 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                         totals=tree_limits(plan),
                         tracer=tracer,
                     )
+                    if outcome.meaning in ("not_found", "not_executable", "not_started"):
+                        _say(outcome.detail or outcome.meaning)
+                    elif outcome.meaning in ("wall_clock", "limit"):
+                        _say(f"ended the run: {outcome.detail}")
                     if tracer is not None:
                         denials = tracer.finish(outcome.meaning, outcome.detail)
                         if args.verbose:
@@ -256,10 +260,6 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                     prepared.close()
                     if tracer is not None:
                         tracer.close()
-                if outcome.meaning in ("not_found", "not_executable", "not_started"):
-                    _say(outcome.detail or outcome.meaning)
-                elif outcome.meaning in ("wall_clock", "limit"):
-                    _say(f"ended the run: {outcome.detail}")
     finally:
         if not args.keep_scratch:
             _remove_scratch(scratch)

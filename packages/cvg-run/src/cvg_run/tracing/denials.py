@@ -7,6 +7,7 @@ the launcher starts on the other side of the fork.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import threading
 import time
@@ -115,10 +116,13 @@ class DenialLog:
         if name == "execve" and rec.pid == tracker.root and not tracker.started:
             # The launcher's exec of the tool, after confinement: a missing
             # execute grant on the tool itself shows here.
-            if tracker.root_execs >= 1 and rec.args:
-                return RawEvent(rec.pid, "execute", name, rec.errno or "", rec.time,
-                                path=string_arg(rec.args[0]))  # fmt: skip
-            return None
+            path = string_arg(rec.args[0]) if rec.args else None
+            if tracker.root_execs < 1 or path is None:
+                return None
+            root = tracker.procs.get(rec.pid)
+            if not path.startswith("/") and root is not None and root.cwd[0] is not None:
+                path = posixpath.normpath(posixpath.join(root.cwd[0], path))
+            return RawEvent(rec.pid, "execute", name, rec.errno or "", rec.time, path=path)
         proc = tracker.procs.get(rec.pid)
         if proc is None or not proc.recording:
             return None
