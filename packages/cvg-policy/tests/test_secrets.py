@@ -85,3 +85,21 @@ def test_public_files_with_secret_words_are_not_secrets(path: str) -> None:
 )
 def test_project_directories_mentioning_a_word_are_not_secrets(path: str) -> None:
     assert secret_reason(path) is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/ssl/certs/ISRG_Root_X1.pem",
+        "/home/u/.venv/lib/python3.11/site-packages/certifi/cacert.pem",
+        "/usr/share/ca-certificates/mozilla/ISRG_Root_X1.crt",
+    ],
+)
+def test_certificate_stores_are_public(path: str) -> None:
+    assert secret_reason(path) is None
+
+
+def test_a_pem_outside_the_certificate_stores_is_a_secret() -> None:
+    assert secret_reason("/srv/app/tls/server.pem") is not None
+    assert secret_reason("/etc/ssl/private/ssl-cert-snakeoil.key") is not None

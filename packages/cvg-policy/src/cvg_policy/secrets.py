@@ -180,6 +180,8 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
         if fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern.rstrip("*") + "/"):
             return f"{pattern} holds system secrets"
     parts = [p for p in path.split("/") if p]
+    if _public_certificate(path):
+        return None
     for part in parts:
         lower = part.lower()
         for pattern in SECRET_NAMES:
@@ -207,3 +209,23 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
             if word in lower:
                 return f"{part!r} is named like a secret ({word!r})"
     return None
+
+
+# Certificate stores: public by design, and an HTTPS client needs them. A `*.pem`
+# elsewhere may hold a private key and stays a secret.
+_CA_TREES: Final = (
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki/ca-trust",
+    "/etc/pki/tls/certs",
+    "/usr/share/ca-certificates",
+    "/usr/local/share/ca-certificates",
+)
+_CA_NAMES: Final = ("cacert.pem", "ca-bundle*.pem", "ca-bundle*.crt", "ca-certificates*.crt")
+
+
+def _public_certificate(path: str) -> bool:
+    if any(inside(path, tree) for tree in _CA_TREES):
+        return True
+    name = posixpath.basename(path).lower()
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _CA_NAMES)
