@@ -139,9 +139,11 @@ class Tracer:
         self.notify_error: str | None = None
         self.notified = 0
         if self.mode == "notify":
-            import socket
+            # _socket, not socket: the module costs ten milliseconds to import, on the
+            # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
+            import _socket
 
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
             self._ours, self._theirs = ours.detach(), theirs.detach()
             self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
 
