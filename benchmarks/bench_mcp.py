@@ -1,0 +1,345 @@
+"""Benchmark cvg-mcp: what an MCP run_sandboxed call costs next to the warm Python API.
+
+    uv run python benchmarks/bench_mcp.py [--runs N] [--warmup N] [--calls N] [--output PATH]
+
+Latency: ``run_sandboxed(policy, ["true"])`` through the official MCP SDK's stdio
+client (a real ``ClientSession`` talking to a ``cvg-mcp`` process), against
+``Sandbox(policy).run(["true"])`` in this process, both warm, on the same policy
+(cvg-run's default policy, copied into a policy directory). The two are
+interleaved: each round runs one of each, the order alternating, so load that
+comes and goes hits both alike. The difference is taken per round and summarised
+by its median.
+
+Throughput: calls per second, for ``--calls`` calls of ``["true"]``
+  - sequential: one stdio client, one call at a time;
+  - 8 concurrent clients: eight streamable-HTTP sessions to one ``cvg-mcp --http``
+    server, each making its share of calls one after another;
+  - 8 concurrent calls on one stdio session (the SDK's client multiplexes them);
+  - for reference, the warm API itself, sequential and from 8 threads.
+
+Results go under the key ``"mcp"`` of ``benchmarks/results/<hostname>.json``
+(read, updated and replaced atomically under a lock; other keys untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+import results_file  # benchmarks/ is on sys.path when run as a script
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from cvg_run import Sandbox
+from cvg_run.planning import default_policy_bytes
+
+KEY = "mcp"
+TARGET_MS = 3.0
+CLIENTS = 8
+SERVER = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
+DISTRIBUTIONS = ("cvg-mcp", "cvg-run", "mcp")
+TOKEN = "bench-token"
+
+
+def percentile(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def summary_ms(samples_ns: list[int]) -> dict[str, Any]:
+    ms = [s / 1e6 for s in samples_ns]
+    return {
+        "runs": len(ms),
+        "p50_ms": round(statistics.median(ms), 3),
+        "p95_ms": round(percentile(ms, 95), 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "min_ms": round(min(ms), 3),
+        "max_ms": round(max(ms), 3),
+    }
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for dist in DISTRIBUTIONS:
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def check(result: Any, where: str) -> None:
+    sc = result.structuredContent or {}
+    if result.isError or sc.get("status") != 0:
+        raise SystemExit(f"bench_mcp: {where}: {result.content[0].text if result.content else sc}")
+
+
+async def latency(session: ClientSession, box: Sandbox, rounds: int, warmup: int) -> dict[str, Any]:
+    mcp_ns: list[int] = []
+    warm_ns: list[int] = []
+    args = {"policy": "default", "argv": ["true"]}
+    for r in range(warmup + rounds):
+        gc.collect()
+        gc.disable()
+        try:
+            times = {}
+            for which in ("mcp", "warm") if r % 2 == 0 else ("warm", "mcp"):
+                t0 = time.perf_counter_ns()
+                if which == "mcp":
+                    res = await session.call_tool("run_sandboxed", args)
+                    times[which] = time.perf_counter_ns() - t0
+                    check(res, f"round {r}")
+                else:
+                    out = box.run(["true"])
+                    times[which] = time.perf_counter_ns() - t0
+                    if out.status != 0:
+                        raise SystemExit(f"bench_mcp: warm round {r}: status {out.status}")
+        finally:
+            gc.enable()
+        if r >= warmup:
+            mcp_ns.append(times["mcp"])
+            warm_ns.append(times["warm"])
+    extra = sorted((m - w) / 1e6 for m, w in zip(mcp_ns, warm_ns, strict=True))
+    return {
+        "mcp": summary_ms(mcp_ns),
+        "warm": summary_ms(warm_ns),
+        "mcp_minus_warm_ms": {
+            "median": round(statistics.median(extra), 3),
+            "p95": round(percentile(extra, 95), 3),
+        },
+    }
+
+
+async def sequential(session: ClientSession, calls: int) -> float:
+    args = {"policy": "default", "argv": ["true"]}
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        check(await session.call_tool("run_sandboxed", args), "sequential")
+    return calls / (time.perf_counter() - t0)
+
+
+async def concurrent_one_session(session: ClientSession, calls: int) -> float:
+    args = {"policy": "default", "argv": ["true"]}
+    share = calls // CLIENTS
+
+    async def worker() -> None:
+        for _ in range(share):
+            check(await session.call_tool("run_sandboxed", args), "one session")
+
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(CLIENTS):
+            tg.start_soon(worker)
+    return share * CLIENTS / (time.perf_counter() - t0)
+
+
+async def concurrent_http(url: str, calls: int) -> float:
+    args = {"policy": "default", "argv": ["true"]}
+    share = calls // CLIENTS
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    ready = anyio.Event()
+    started = 0
+    t0 = 0.0
+
+    async def client() -> None:
+        nonlocal started, t0
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (r, w, _),
+            ClientSession(r, w) as s,
+        ):
+            await s.initialize()
+            check(await s.call_tool("run_sandboxed", args), "http warmup")
+            started += 1
+            if started == CLIENTS:
+                t0 = time.perf_counter()
+                ready.set()
+            await ready.wait()
+            for _ in range(share):
+                check(await s.call_tool("run_sandboxed", args), "http")
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(CLIENTS):
+            tg.start_soon(client)
+    return share * CLIENTS / (time.perf_counter() - t0)
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], seconds: float = 30) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise SystemExit(f"bench_mcp: the HTTP server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("bench_mcp: the HTTP server did not start listening")
+
+
+def warm_throughput(box: Sandbox, calls: int, threads: int) -> float:
+    """The warm API's own calls per second, for reference: ``threads`` at once."""
+    share = calls // threads
+
+    def worker() -> None:
+        for _ in range(share):
+            if box.run(["true"]).status != 0:
+                raise SystemExit("bench_mcp: a warm reference run failed")
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        for f in [pool.submit(worker) for _ in range(threads)]:
+            f.result()
+    return share * threads / (time.perf_counter() - t0)
+
+
+async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    policies = tmp / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_bytes(default_policy_bytes())
+    work = tmp / "cwd"
+    work.mkdir()
+    server = [sys.executable, "-c", SERVER, "--policies", str(policies), "--cwd", str(work)]
+    params = StdioServerParameters(command=server[0], args=server[1:], env=dict(os.environ))
+    box = Sandbox(policies / "default.yaml", cwd=str(work))
+    try:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            lat = await latency(session, box, args.runs, args.warmup)
+            seq = await sequential(session, args.calls)
+            one = await concurrent_one_session(session, args.calls)
+        warm_seq = warm_throughput(box, args.calls, 1)
+        warm_par = warm_throughput(box, args.calls, CLIENTS)
+    finally:
+        box.close()
+    port = free_port()
+    env = dict(os.environ, CVG_MCP_TOKEN=TOKEN)
+    proc = subprocess.Popen(
+        [*server, "--http", str(port)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port, proc)
+        http = await concurrent_http(f"http://127.0.0.1:{port}/mcp", args.calls)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return {
+        "latency_true": lat,
+        "calls_per_second": {
+            "sequential_stdio": round(seq, 1),
+            f"{CLIENTS}_clients_http": round(http, 1),
+            f"{CLIENTS}_concurrent_calls_one_stdio_session": round(one, 1),
+            "reference_warm_api_sequential": round(warm_seq, 1),
+            f"reference_warm_api_{CLIENTS}_threads": round(warm_par, 1),
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200, help="measured rounds (200)")
+    parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first (10)")
+    parser.add_argument("--calls", type=int, default=400, help="calls per throughput test (400)")
+    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    args = parser.parse_args()
+    if args.runs < 1 or args.warmup < 0 or args.calls < CLIENTS:
+        parser.error(f"--runs >= 1, --warmup >= 0 and --calls >= {CLIENTS}")
+    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
+    started = datetime.now(UTC)
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    tmp = Path(tempfile.mkdtemp(prefix="cvg-bench-mcp-"))
+    try:
+        for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
+            (tmp / sub).mkdir()
+            os.environ[var] = str(tmp / sub)
+        measured = anyio.run(measure, args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    extra = measured["latency_true"]["mcp_minus_warm_ms"]["median"]
+    entry: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions(),
+        "euid": os.geteuid(),
+        "measured_at": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
+        "runs": args.runs,
+        "warmup_rounds": args.warmup,
+        "calls": args.calls,
+        "loadavg_start": load_start,
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+        "method": (
+            "latency: MCP run_sandboxed(['true']) over the SDK's stdio client vs warm "
+            "Sandbox.run(['true']) in-process, interleaved, order alternating per round; "
+            "throughput: --calls calls of ['true'], sequential on one stdio session, "
+            f"{CLIENTS} streamable-HTTP clients to one server, and {CLIENTS} concurrent "
+            "calls on one stdio session"
+        ),
+        **measured,
+        "targets": {
+            "mcp_true_within_3ms_of_warm": {
+                "measure": "median over rounds of mcp(true) - warm(true), ms",
+                "value": extra,
+                "limit": TARGET_MS,
+                "met": extra <= TARGET_MS,
+            }
+        },
+    }
+    path = args.output or results_file.default_path()
+    results_file.record(path, KEY, entry, who="bench_mcp")
+    lat = measured["latency_true"]
+    print(
+        f"true: mcp p50 {lat['mcp']['p50_ms']} ms p95 {lat['mcp']['p95_ms']} ms; "
+        f"warm p50 {lat['warm']['p50_ms']} ms p95 {lat['warm']['p95_ms']} ms; "
+        f"mcp - warm median {extra} ms (target <= {TARGET_MS})"
+    )
+    for name, value in measured["calls_per_second"].items():
+        print(f"{name}: {value} calls/s")
+    print(f"written under {KEY!r} in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
