@@ -1,0 +1,236 @@
+"""Benchmark cvg-run --trace: what naming every denial costs over an untraced run.
+
+    uv run python benchmarks/bench_trace.py [--runs N] [--warmup N] [--output PATH]
+
+Four workloads, each run as a fresh cvg-run process in these configurations:
+
+  bare      subprocess.run(argv), no confinement (for scale);
+  untraced  cvg-run -- argv;
+  notify    cvg-run --trace -- argv (the default mode: strace --seccomp-bpf on the
+            calls that can be refused, seccomp denials from the notification channel);
+  ptrace    CVG_TRACE_MODE=ptrace cvg-run --trace -- argv (strace stops on every call);
+  bpf       CVG_TRACE_MODE=bpf cvg-run --trace -- argv (no seccomp denials).
+
+The workloads are bench_run's (/usr/bin/true, python3 -c pass, wc -w over 1 MiB) plus
+a Python import workload, python3 -c 'import json,email,http.client'. Every run uses
+the embedded default policy; the plan cache is warmed before timing.
+
+Rounds are interleaved (each round runs every workload once in every configuration,
+the order rotating per round), ratios are taken within a round and summarised by
+their median. The target is a traced run at most 1.5x the untraced one. Results go
+under the key ``"trace"`` of ``benchmarks/results/<hostname>.json`` (only that key
+is touched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import results_file  # benchmarks/ is on sys.path when run as a script
+from bench_run import (
+    PYTHON,
+    SOURCES,
+    WORDS_FILE,
+    WORDS_SIZE,
+    cpu_model,
+    cvg_run_command,
+    loadavg,
+    make_words,
+    summary_ms,
+    summary_values,
+    versions,
+)
+from tabulate import tabulate
+
+KEY = "trace"
+CONFIGS = ("bare", "untraced", "notify", "ptrace", "bpf")
+TRACED = ("notify", "ptrace", "bpf")
+LIMIT_RATIO = 1.5
+IMPORTS = "import json,email,http.client"
+
+
+def strace_version() -> str:
+    try:
+        out = subprocess.run(["strace", "-V"], capture_output=True, text=True).stdout
+    except OSError:
+        return "not installed"
+    return out.splitlines()[0] if out else "unknown"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=40, help="measured rounds (default 40)")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured rounds (default 3)")
+    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    args = parser.parse_args()
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be at least 1 and --warmup not negative")
+    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
+    os.environ.pop("CVG_TRACE_MODE", None)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *map(str, sorted(SOURCES))], check=True
+    )
+    cvg_run = cvg_run_command()
+    load_start = loadavg()
+    started = datetime.now(UTC)
+
+    with tempfile.TemporaryDirectory(prefix="cvg-bench-trace-") as tmp:
+        work = Path(tmp, "cwd")
+        work.mkdir()
+        for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
+            Path(tmp, sub).mkdir()
+            os.environ[var] = str(Path(tmp, sub))
+        words_path = work / WORDS_FILE
+        word_count = make_words(words_path, WORDS_SIZE)
+        workloads: dict[str, list[str]] = {
+            "true": ["/usr/bin/true"],
+            "python3 -c pass": [PYTHON, "-c", "pass"],
+            "wc -w 1MiB": ["/usr/bin/wc", "-w", str(words_path)],
+            "python3 imports": [PYTHON, "-c", IMPORTS],
+        }
+        record = Path(tmp, "run.json")
+
+        def command(config: str, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+            env = dict(os.environ)
+            if config == "bare":
+                return argv, env
+            if config == "untraced":
+                return [cvg_run, "--record", str(record), "--", *argv], env
+            env["CVG_TRACE_MODE"] = config
+            return [cvg_run, "--trace", "--record", str(record), "--", *argv], env
+
+        def run(config: str, argv: list[str]) -> tuple[int, bytes, bytes]:
+            cmd, env = command(config, argv)
+            p = subprocess.run(cmd, capture_output=True, cwd=work, env=env)
+            return p.returncode, p.stdout, p.stderr
+
+        expected_wc = f"{word_count} {words_path}\n".encode()
+        denials: dict[str, dict[str, int]] = {w: {} for w in workloads}
+        for name, argv in workloads.items():
+            outputs = set()
+            for config in CONFIGS:
+                status, out, _ = run(config, argv)
+                if status != 0 or (name.startswith("wc") and out != expected_wc):
+                    raise SystemExit(f"bench_trace: {config} {name!r}: status {status}, {out!r}")
+                outputs.add(out)
+                if config in TRACED:
+                    import json
+
+                    denials[name][config] = len(json.loads(record.read_text())["denials"])
+            if len(outputs) != 1:
+                raise SystemExit(f"bench_trace: {name!r} printed different output when traced")
+
+        samples: dict[str, dict[str, list[int]]] = {w: {c: [] for c in CONFIGS} for w in workloads}
+        for r in range(args.warmup + args.runs):
+            measured = r >= args.warmup
+            shift = r % len(CONFIGS)
+            order = CONFIGS[shift:] + CONFIGS[:shift]
+            gc.collect()
+            gc.disable()
+            try:
+                for name, argv in workloads.items():
+                    for config in order:
+                        cmd, env = command(config, argv)
+                        t0 = time.perf_counter_ns()
+                        p = subprocess.run(cmd, capture_output=True, cwd=work, env=env)
+                        elapsed = time.perf_counter_ns() - t0
+                        if p.returncode != 0:
+                            raise SystemExit(f"bench_trace: {config} {name!r} failed in round {r}")
+                        if measured:
+                            samples[name][config].append(elapsed)
+            finally:
+                gc.enable()
+
+    load_end = loadavg()
+    rounds = args.runs
+    ratios: dict[str, dict[str, Any]] = {}
+    for name in workloads:
+        s = samples[name]
+        ratios[name] = {
+            mode: summary_values([s[mode][i] / s["untraced"][i] for i in range(rounds)])
+            for mode in TRACED
+        }
+    targets = {
+        mode: {
+            "description": f"cvg-run --trace ({mode} mode) at most {LIMIT_RATIO}x cvg-run",
+            "measure": "median over rounds of traced / untraced, per workload",
+            "values": {name: ratios[name][mode]["median"] for name in workloads},
+            "limit": LIMIT_RATIO,
+            "met": {name: ratios[name][mode]["median"] <= LIMIT_RATIO for name in workloads},
+        }
+        for mode in TRACED
+    }
+    host = socket.gethostname()
+    entry: dict[str, Any] = {
+        "host": host,
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "strace": strace_version(),
+        "cvg_versions": versions(),
+        "euid": os.geteuid(),
+        "measured_at": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
+        "runs": rounds,
+        "warmup_rounds": args.warmup,
+        "loadavg_start": load_start,
+        "loadavg_end": load_end,
+        "method": (
+            "interleaved rounds: each round runs every workload once in every config, "
+            "config order rotating per round; ratios per round, summarised by their median"
+        ),
+        "configs": {
+            "bare": "subprocess.run(argv), no confinement",
+            "untraced": "cvg-run -- argv (default policy, plan cache warm)",
+            "notify": "cvg-run --trace: strace --seccomp-bpf, narrow set; seccomp denials "
+            "from the user-notification channel",
+            "ptrace": "CVG_TRACE_MODE=ptrace cvg-run --trace: strace stops on every call",
+            "bpf": "CVG_TRACE_MODE=bpf cvg-run --trace: --seccomp-bpf, seccomp denials unseen",
+        },
+        "workloads": {
+            name: [WORDS_FILE if a == str(words_path) else a for a in argv]
+            for name, argv in workloads.items()
+        },
+        "workload_order": list(workloads),
+        "denials_recorded": denials,
+        "results": {
+            name: {config: summary_ms(samples[name][config]) for config in CONFIGS}
+            for name in workloads
+        },
+        "ratios_over_untraced": ratios,
+        "targets": targets,
+    }
+    path = args.output or results_file.default_path()
+    results_file.record(path, KEY, entry, who="bench_trace")
+
+    rows = []
+    for name in workloads:
+        for config in CONFIGS:
+            s = entry["results"][name][config]
+            ratio = ratios[name][config]["median"] if config in TRACED else ""
+            rows.append([name, config, s["p50_ms"], s["p95_ms"], ratio])
+    print(tabulate(rows, headers=["workload", "config", "p50 ms", "p95 ms", "x untraced"]))
+    print()
+    for mode, t in targets.items():
+        print(f"target {mode}: {t['values']} (limit {t['limit']}) met={t['met']}")
+    print(f"load average start {load_start}, end {load_end}; {rounds} rounds")
+    print(f"written to {path} under {KEY!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
