@@ -99,6 +99,14 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_cancelled_call_ends_its_run_and_the_session_goes_on(world: World) -> None:
+    _cancel_mid_run(world, trace=False)
+
+
+def test_a_cancelled_traced_call_ends_its_run(rworld: World) -> None:
+    _cancel_mid_run(rworld, trace=True)
+
+
+def _cancel_mid_run(world: World, *, trace: bool) -> None:
     world.policy()
     marker = _marker()
 
@@ -109,7 +117,8 @@ def test_a_cancelled_call_ends_its_run_and_the_session_goes_on(world: World) -> 
             async def call() -> None:
                 try:
                     await s.call_tool(
-                        "run_sandboxed", {"policy": "default", "argv": _lingering(marker)}
+                        "run_sandboxed",
+                        {"policy": "default", "argv": _lingering(marker), "trace": trace},
                     )
                     outcome.append("finished")
                 except McpError as e:

@@ -6,6 +6,7 @@ console script.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
@@ -35,8 +36,9 @@ def _err(line: str) -> None:
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="""\b
-Exit status: 0 when the client closed the session; 2 for a usage error (one line
-on stderr).
+Exit status: 0 when the client closed the session; 128+N when stopped by signal N
+(SIGTERM, SIGHUP: runs in flight are ended first); 2 for a usage error (one line on
+stderr).
 
 \b
 A client configuration (Claude Desktop and other "mcpServers" clients):
@@ -162,9 +164,19 @@ def _serve_http(mcp: Any, port: int) -> None:
     if not os.environ.get(TOKEN_ENV):
         _err(f"bearer token for this server: {token}")
     _err(f"serving MCP on http://127.0.0.1:{port}/mcp (loopback only)")
+    logging.getLogger("mcp.server.streamable_http").addFilter(_closed_stream_noise)
     app = _BearerOnly(mcp.streamable_http_app(), token)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
+
+
+def _closed_stream_noise(record: logging.LogRecord) -> bool:
+    """Drop the SDK's traceback for a stream a client closed when its session ended:
+    that is the normal end of a session, not an error."""
+    import anyio
+
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, anyio.ClosedResourceError)
 
 
 class _BearerOnly:

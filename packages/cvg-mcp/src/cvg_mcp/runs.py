@@ -322,6 +322,7 @@ class Child:
         self.env = env
         self.grace = grace
         self._proc: subprocess.Popen[bytes] | None = None
+        self._signalled = False
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
 
@@ -347,11 +348,13 @@ class Child:
         return self._proc.wait(), out, err
 
     def cancel(self) -> None:
+        """Tell the command to stop (once; asking again changes nothing)."""
         self._cancelled.set()
         with self._lock:
             proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
+            if proc is None or proc.poll() is not None or self._signalled:
+                return
+            self._signalled = True
         proc.send_signal(signal.SIGTERM)
         threading.Thread(target=self._reap_or_kill, args=(proc,), daemon=True).start()
 
