@@ -487,3 +487,36 @@ def test_the_tool_itself_without_an_execute_grant(box: Box, identity: Identity) 
         "landlock_fs", "execute", "filesystem.execute",
     )  # fmt: skip
     assert f"cvg-run: denied: execute {tool} (no filesystem.execute grant covers it" in traced.err
+
+
+def test_rename_out_of_scratch_and_truncate_name_the_path_to_grant(
+    box: Box, identity: Identity
+) -> None:
+    # ${SCRATCH} is writable, the working directory only readable.
+    kept = box.cwd / "kept.txt"
+    kept.write_text("data\n")
+    kept.chmod(0o666)
+    moved = box.cwd / "moved.txt"
+    script = (
+        "import os\nsrc = os.path.join(os.environ['TMPDIR'], 'f')\nopen(src, 'w').write('x')\n"
+        f"calls = ((os.rename, (src, {str(moved)!r})), (os.truncate, ({str(kept)!r}, 0)))\n"
+        "for fn, args in calls:\n"
+        "    try:\n        fn(*args); print('done')\n"
+        "    except PermissionError:\n        print('refused')\n"
+    )
+    plain = _plain(script.replace("os.environ['TMPDIR']", repr(str(box.share))), identity)
+    assert plain.stdout == "done\ndone\n"
+    moved.unlink()
+    kept.write_text("data\n")
+
+    ran, data = _traced(box, identity, script)
+    assert ran.rc == 0 and ran.out == "refused\nrefused\n", ran.err
+    renamed = _only(data, path=str(moved))
+    assert (renamed["mechanism"], renamed["right"], renamed["rule"], renamed["op"]) == (
+        "landlock_fs", "make_reg", "filesystem.write", "rename",
+    )  # fmt: skip
+    truncated = _only(data, path=str(kept), syscall="truncate")
+    assert (truncated["mechanism"], truncated["right"], truncated["rule"]) == (
+        "landlock_fs", "truncate", "filesystem.write",
+    )  # fmt: skip
+    assert kept.read_text() == "data\n"

@@ -352,6 +352,8 @@ class Judge:
         path = event.path
         if verdict.mechanism != "landlock_fs" or path is None or verdict.right == "refer":
             return verdict
+        if verdict.resolved is not None or event.op in ("rename", "link"):
+            return verdict
         # Landlock judges where symbolic links lead: name that file, since the grant
         # has to cover it, not the name the tool used.
         if verdict.right in _DIRECTORY_RIGHTS:
@@ -419,14 +421,22 @@ class Judge:
             right = "remove_dir" if name == "rmdir" or "AT_REMOVEDIR" in flags else "remove_file"
             return self._fs(what, self._missing(parent, (right,)), "its directory")
         if op in ("rename", "link"):
+            # The new name is made in the destination's directory, and a rename
+            # removes the old one from the source's: name the one a grant must cover.
             dest = event.path2 or path
             dest_parent = posixpath.dirname(dest) or "/"
             kind = "make_dir" if os.path.isdir(dest if op == "rename" else path) else "make_reg"
             right = self._missing(dest_parent, (kind,))
-            if right is None and op == "rename":
+            if right is not None:
+                v = self._fs(what, right, dest_parent)
+                v.resolved = dest
+                return v
+            if op == "rename":
                 removal = "remove_dir" if kind == "make_dir" else "remove_file"
                 right = self._missing(parent, (removal,))
-            return self._fs(what, right, "its directory")
+                if right is not None:
+                    return self._fs(what, right, parent)
+            return self._fs(what, None)
         if op == "chdir":
             return self._fs(what, self._missing(path, ("read_dir",)))
         return Verdict("none", what=what)
