@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import anyio
-from mcphelp import World, answer, cvg_mcp, refusal, rss_kb
+from mcphelp import World, answer, cvg_mcp, refusal, rss_kb, session
 
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")
 
@@ -241,4 +241,37 @@ def test_timeouts_warm_and_traced(rworld: World) -> None:
             assert any("timeout" in n for n in a["notes"])
             assert anyio.current_time() - t0 < 20
 
+    anyio.run(body)
+
+
+def test_a_policy_that_may_write_the_policy_directory_is_refused(rworld: World) -> None:
+    """With DIR inside the working directory, a policy granting write to ${CWD} would
+    let a run drop a policy of its own into DIR and then name it."""
+    w = rworld
+    w.policy()
+    w.policy("writes_cwd", filesystem={"read": ["/usr", "/etc", "${CWD}"], "write": ["${CWD}"],
+                                       "execute": ["/usr", "/bin", "/lib", "/lib64"]})  # fmt: skip
+    planted = w.policies / "planted.yaml"
+    argv = ["cp", str(w.policies / "default.yaml"), str(planted)]
+    server = [*w.server_argv()]
+    server[server.index("--cwd") + 1] = str(w.root)  # DIR is now beneath ${CWD}
+
+    async def body() -> None:
+        async with session(server, w.env(), str(w.root)) as s:
+            checked = answer(await s.call_tool("check_policy", {"policy": "writes_cwd"}))
+            assert checked["valid"] is True  # a valid policy: refused for where it writes
+            for trace in (False, True):
+                text = refusal(
+                    await s.call_tool(
+                        "run_sandboxed", {"policy": "writes_cwd", "argv": argv, "trace": trace}
+                    )
+                )
+                assert "holds the policy directory" in text, text
+            assert not planted.exists()
+            ok = answer(await s.call_tool("run_sandboxed", {"policy": "default", "argv": ["true"]}))
+            assert ok["status"] == 0
+
+    # Oracle: the copy itself works with no sandbox.
+    subprocess.run(argv, check=True)
+    planted.unlink()
     anyio.run(body)

@@ -14,17 +14,44 @@ import shutil
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
 
 from cvg_run.api import Sandbox, SandboxError
 
 from .policies import Chosen
 
+WRITE_RIGHTS = frozenset(
+    {"write_file", "make_reg", "make_dir", "make_sym", "make_sock", "make_fifo", "make_char",
+     "make_block", "remove_file", "remove_dir", "refer", "truncate"}
+)  # fmt: skip
+
+
+def writes_over(plan: Mapping[str, Any], directory: str) -> str | None:
+    """The path of a write grant in ``plan`` that covers ``directory``, if any."""
+    for rule in (plan.get("landlock") or {}).get("fs_rules") or []:
+        path = str(rule.get("path", ""))
+        if "${" in path or not WRITE_RIGHTS.intersection(rule.get("access") or []):
+            continue  # ${SCRATCH} is a fresh directory per run: it holds nothing of ours
+        real = os.path.realpath(path)
+        if directory == real or directory.startswith(real.rstrip("/") + "/"):
+            return path
+    return None
+
 
 class _Entry:
-    def __init__(self, box: Sandbox, private: str | None) -> None:
+    def __init__(self, box: Sandbox, private: str | None, guard: str | None) -> None:
         self.box = box
         self.private = private
         self.users = 0
+        # A policy that may write the policy directory would let a run add policies.
+        covering = writes_over(box.plan, guard) if guard else None
+        self.refusal = (
+            None
+            if covering is None
+            else f"it grants write to {covering}, which holds the policy directory: a run "
+            "could add policies of its own"
+        )
 
     def close(self) -> None:
         self.box.close()
@@ -40,8 +67,10 @@ class Pool:
         allow_degraded: bool = False,
         python: str | None = None,
         keep: int = 8,
+        guard: str | None = None,
     ) -> None:
         self.cwd = cwd
+        self.guard = guard
         self.allow_degraded = allow_degraded
         self.python = python
         self.keep = keep
@@ -106,7 +135,7 @@ class Pool:
             if private is not None:
                 shutil.rmtree(private, ignore_errors=True)
             raise
-        return _Entry(box, private)
+        return _Entry(box, private, self.guard)
 
     def _evictable(self) -> list[_Entry]:
         """Idle entries past ``keep``, oldest first, removed from the pool."""

@@ -83,7 +83,12 @@ class Service:
     def __post_init__(self) -> None:
         s = self.settings
         self.dir = PolicyDir(s.policies, allow_inline=s.allow_inline_policy)
-        self.pool = Pool(cwd=s.cwd, allow_degraded=s.allow_degraded, python=s.python)
+        self.pool = Pool(
+            cwd=s.cwd,
+            allow_degraded=s.allow_degraded,
+            python=s.python,
+            guard=self.dir.directory,
+        )
 
     def close(self) -> None:
         self.pool.close()
@@ -123,6 +128,8 @@ class Service:
         except SandboxError as e:
             raise Refused(f"policy {req.chosen.name!r}: {e}") from None
         try:
+            if entry.refusal is not None:
+                raise Refused(f"policy {req.chosen.name!r}: {entry.refusal}")
             run = Run(
                 entry.box,
                 req.argv,
@@ -141,7 +148,21 @@ class Service:
 
     def traced_job(self, req: RunRequest) -> _Job:
         """A traced run, as a blocking job for a worker thread."""
-        return _Job(lambda job: self._traced(job, req.chosen, req.argv, req.stdin, req.timeout))
+
+        def go(job: _Job) -> dict[str, Any]:
+            # The warm sandbox is not used to run, but its plan says what the run may write.
+            try:
+                entry = self.pool.acquire(req.chosen)
+            except SandboxError as e:
+                raise Refused(f"policy {req.chosen.name!r}: {e}") from None
+            try:
+                if entry.refusal is not None:
+                    raise Refused(f"policy {req.chosen.name!r}: {entry.refusal}")
+            finally:
+                self.pool.release(entry)
+            return self._traced(job, req.chosen, req.argv, req.stdin, req.timeout)
+
+        return _Job(go)
 
     def _cwd(self, cwd: str | None) -> str:
         if cwd is None or cwd == "":
