@@ -520,3 +520,14 @@ def test_rename_out_of_scratch_and_truncate_name_the_path_to_grant(
         "landlock_fs", "truncate", "filesystem.write",
     )  # fmt: skip
     assert kept.read_text() == "data\n"
+
+
+def test_the_tool_inherits_no_more_descriptors_when_traced(box: Box, identity: Identity) -> None:
+    # The trace pipe, the error pipe, the plan memfd and the notification socket all
+    # stop at the launcher.
+    script = "import os\nprint(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))\n"
+    sections = {"filesystem": {"read": ["/usr", "/proc"], "execute": ["/usr"]}}
+    plain, _ = _traced(box, identity, script, trace=False, **sections)
+    traced, _ = _traced(box, identity, script, **sections)
+    assert plain.rc == traced.rc == 0
+    assert plain.out == traced.out == "[0, 1, 2, 3]\n"

@@ -19,6 +19,7 @@ user's process is not Landlock's.
 
 from __future__ import annotations
 
+import copy
 import errno as _errno
 import os
 import posixpath
@@ -122,6 +123,17 @@ def _int(text: str) -> int | None:
         return int(text, 0)
     except ValueError:
         return None
+
+
+_PROC_SELF: Final = ("/proc/self", "/proc/thread-self")
+
+
+def _proc_of(path: str, pid: int) -> str:
+    """``/proc/self/x`` as process ``pid`` sees it (its thread, for thread-self)."""
+    for prefix in _PROC_SELF:
+        if path == prefix or path.startswith(prefix + "/"):
+            return f"/proc/{pid}" + path[len(prefix) :]
+    return path
 
 
 def _realpath(path: str) -> str:
@@ -291,6 +303,11 @@ class Judge:
         err = event.result
         name = event.syscall
         what = _describe(event, flags)
+        pid, path = event.pid, event.path
+        if pid and path and path.startswith(_PROC_SELF):
+            # /proc/self here would be this process: judge the caller's own entry.
+            event = copy.copy(event)
+            event.path = _proc_of(path, pid)
         # seccomp first: its answer comes before anything else sees the call.
         if name in self.deny and err == self.deny_errno:
             reason = self.deny_reasons.get(name, "on the seccomp deny list")
