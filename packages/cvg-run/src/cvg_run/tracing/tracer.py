@@ -23,11 +23,16 @@ Three modes (``CVG_TRACE_MODE``), named in ``-v`` output:
   or USER_NOTIF answer beats strace's TRACE), so the launcher installs the filter
   with its denials turned into user notifications and hands the listener to the
   supervisor, which answers each with the plain filter's errno and records it
-  (:mod:`cvg_kernel.notify`). Fast and complete.
+  (:mod:`cvg_kernel.notify`). Complete, and the cheapest on tools that make many
+  calls.
 - ``ptrace``: strace stops the tool on every call and prints the same set plus the
   seccomp deny list and socket(), so seccomp denials are seen in the trace. Slower;
   complete; for kernels or setups where the notification channel is not available.
 - ``bpf``: ``--seccomp-bpf`` without the channel. Seccomp denials are not seen.
+
+Every mode pays a fixed cost on top of the untraced run: strace's start and the
+launcher's (a Python interpreter importing cvg_kernel, every one of its opens
+traced), about 50 ms on the machine of benchmarks/results; see bench_trace.py.
 """
 
 from __future__ import annotations
@@ -135,9 +140,9 @@ class Tracer:
         self.arch = arch
         self._ours = self._theirs = -1
         self._notify_thread: threading.Thread | None = None
+        self._serving = False
         self._stop_r = self._stop_w = -1
         self.notify_error: str | None = None
-        self.notified = 0
         if self.mode == "notify":
             # _socket, not socket: the module costs ten milliseconds to import, on the
             # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
@@ -213,6 +218,7 @@ class Tracer:
         if self._theirs >= 0:
             os.close(self._theirs)
             self._theirs = -1
+            self._serving = True
             self._notify_thread = threading.Thread(target=self._serve, daemon=True)
             self._notify_thread.start()
 
@@ -313,18 +319,14 @@ class Tracer:
 
     def close(self) -> None:
         self.stop_notify()
-        for fd in (
-            self.wake_r,
-            self.wake_w,
-            self._stop_r,
-            self._stop_w,
-            self._theirs,
-            self.plan_fd,
-        ):
+        fds = [self.wake_r, self.wake_w, self._stop_r, self._stop_w, self._theirs, self.plan_fd]
+        if not self._serving:
+            fds.append(self._ours)  # the notification thread closes it once it has run
+        for fd in fds:
             if fd < 0:
                 continue
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self.plan_fd = self._theirs = -1
+        self.plan_fd = self._theirs = self._ours = -1
