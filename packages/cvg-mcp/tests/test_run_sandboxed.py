@@ -275,3 +275,23 @@ def test_a_policy_that_may_write_the_policy_directory_is_refused(rworld: World) 
     subprocess.run(argv, check=True)
     planted.unlink()
     anyio.run(body)
+
+
+def test_large_stdin_read_or_ignored(rworld: World) -> None:
+    rworld.policy()
+    big = "x" * 1_000_000
+
+    async def body() -> None:
+        async with cvg_mcp(rworld) as s:
+            args = {"policy": "default", "argv": ["sh", "-c", "wc -c; echo done >&2"]}
+            a = answer(await s.call_tool("run_sandboxed", {**args, "stdin": big}))
+            assert (a["status"], a["stdout"].strip(), a["stderr"]) == (0, "1000000", "done\n")
+            # A tool that never reads its stdin ends the run all the same.
+            a = answer(
+                await s.call_tool(
+                    "run_sandboxed", {"policy": "default", "argv": ["true"], "stdin": big}
+                )
+            )
+            assert a["status"] == 0
+
+    anyio.run(body)

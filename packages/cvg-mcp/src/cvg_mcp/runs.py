@@ -19,6 +19,7 @@ cvg-observe, cvg-generate).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import selectors
@@ -142,26 +143,10 @@ class Run:
                     fds.remove(fd)
                 theirs.close()
             out, err = Stream(), Stream()
-
-            async def feed() -> None:
-                try:
-                    await _feed(in_w, self.stdin)
-                finally:
-                    fds.remove(in_w)
-                    os.close(in_w)  # EOF for the tool
-
+            reply.setblocking(False)
+            fds.remove(in_w)  # _exchange closes it, whatever happens
             try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(feed)
-                    tg.start_soon(_collect, out_r, out, self.cap)
-                    tg.start_soon(_collect, err_r, err, self.cap)
-                reply.setblocking(False)
-                while True:
-                    try:
-                        data = reply.recv(_MAX_REPLY)
-                        break
-                    except BlockingIOError:
-                        await anyio.wait_readable(reply)
+                data = await _exchange(in_w, self.stdin, {out_r: out, err_r: err}, reply, self.cap)
             except anyio.get_cancelled_exc_class():
                 self.end()
                 raise
@@ -205,27 +190,70 @@ class Run:
         return told
 
 
-async def _feed(fd: int, data: bytes | None) -> None:
+async def _exchange(
+    in_w: int,
+    data: bytes | None,
+    streams: dict[int, Stream],
+    reply: socket.socket,
+    cap: int,
+) -> bytes:
+    """Feed stdin, drain every stream to its end, then take the runner's reply, all
+    in one waiter on the event loop (one wake-up per burst, not one task per pipe).
+    Closes ``in_w``."""
+    loop = asyncio.get_running_loop()
+    ready = asyncio.Event()
     view = memoryview(data or b"")
-    while view:
-        try:
-            view = view[os.write(fd, view[:_CHUNK]) :]
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-        except BrokenPipeError:
-            return
-
-
-async def _collect(fd: int, into: Stream, cap: int) -> None:
-    while True:
-        try:
-            chunk = os.read(fd, _CHUNK)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
-        if not chunk:
-            return
-        into.take(chunk, cap)
+    readers = dict(streams)
+    watched: list[int] = []
+    writing = bool(view)
+    if not writing:
+        os.close(in_w)
+    try:
+        for fd in readers:
+            loop.add_reader(fd, ready.set)
+            watched.append(fd)
+        if writing:
+            loop.add_writer(in_w, ready.set)
+        while True:
+            ready.clear()
+            if writing:
+                try:
+                    view = view[os.write(in_w, view[:_CHUNK]) :]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    view = view[:0]
+                if not view:
+                    loop.remove_writer(in_w)
+                    os.close(in_w)
+                    writing = False
+            for fd, stream in list(readers.items()):
+                while True:
+                    try:
+                        chunk = os.read(fd, _CHUNK)
+                    except BlockingIOError:
+                        break
+                    if not chunk:
+                        loop.remove_reader(fd)
+                        watched.remove(fd)
+                        del readers[fd]
+                        break
+                    stream.take(chunk, cap)
+            if not readers:
+                # The runner replies once the tool's tree is gone and the pipes with it.
+                try:
+                    return reply.recv(_MAX_REPLY)
+                except BlockingIOError:
+                    if reply.fileno() not in watched:
+                        loop.add_reader(reply.fileno(), ready.set)
+                        watched.append(reply.fileno())
+            await ready.wait()
+    finally:
+        for fd in watched:
+            loop.remove_reader(fd)
+        if writing:
+            loop.remove_writer(in_w)
+            os.close(in_w)
 
 
 def _children_of(ppid: int) -> list[int]:
