@@ -1,4 +1,5 @@
-"""What each MCP tool does, as plain blocking calls (the server runs them in threads).
+"""What each MCP tool does. A warm run is driven on the event loop; everything else
+is a blocking call (or a job that can be ended early) the server runs in a thread.
 
 Every answer is a JSON-ready dict. A refusal (the operator did not allow it, or the
 input is bad) raises :class:`Refused` with one line for the agent; a piece of cvg
