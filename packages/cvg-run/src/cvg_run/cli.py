@@ -79,8 +79,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the tool under strace and name every refused call: one line per distinct "
         "denial on stderr at the end, each failed call in the record's denials with the "
-        "mechanism that refused it and the policy rule that would grant it (needs strace; "
-        "CVG_TRACE_MODE=bpf traces faster but cannot see seccomp denials)",
+        "mechanism that refused it and the policy rule that would grant it; failures that "
+        "are the tool's own (ENOENT on a probe, file modes) are recorded with mechanism "
+        "none and not printed. Needs strace (exit 125 without it); CVG_TRACE_MODE=ptrace "
+        "or bpf picks another way of tracing (see cvg_run.tracing.tracer)",
     )
     p.add_argument("--record", metavar="PATH", help="write the cvg.run record here")
     p.add_argument(

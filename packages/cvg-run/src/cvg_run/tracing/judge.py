@@ -357,7 +357,7 @@ class Judge:
         if event.op == "signal":
             return self._signal(event, err, what, in_tree)
         if err not in _REFUSALS or event.path is None:
-            return Verdict("none", what=what)
+            return Verdict("none", what=what, reason="the tool's own failure, not a refusal")
         if err == "EXDEV":
             return self._refer(event, what)
         if err != "EACCES":
