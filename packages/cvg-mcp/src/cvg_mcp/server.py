@@ -22,7 +22,7 @@ from pydantic import Field
 from .policies import Refused
 from .service import Service, Unavailable
 
-# Concurrent calls in flight at once; more wait their turn.
+# Calls running at once (warm runs and threaded work alike); more wait their turn.
 MAX_CONCURRENT = 32
 # How often an early end is asked again while the run it targets is still starting.
 _CANCEL_RETRY = 0.05
@@ -144,7 +144,8 @@ def build(service: Service, *, port: int = 0) -> FastMCP:
             req = service.check_run(policy, argv, stdin, timeout, cwd, trace)
             if req.trace:
                 return await calls.in_thread(service.traced_job(req))
-            return await service.run_warm(req)
+            async with calls.limiter:
+                return await service.run_warm(req)
 
         return await calls.answer(work)
 
