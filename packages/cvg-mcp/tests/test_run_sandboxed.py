@@ -93,7 +93,10 @@ def test_refusals(rworld: World) -> None:
         async with cvg_mcp(w) as s:
 
             async def refused(args: dict[str, object]) -> str:
-                return refusal(await s.call_tool("run_sandboxed", args))
+                text = refusal(await s.call_tool("run_sandboxed", args))
+                # One line, saying it was refused and what: never a validation dump.
+                assert text.startswith("refused: ") and "\n" not in text, text
+                return text
 
             true = ["true"]
             # Oracle: the outside file is a valid policy; a copy inside DIR runs.

@@ -98,6 +98,15 @@ def _end(job: Any, done: threading.Event) -> None:
         done.wait(_CANCEL_RETRY)
 
 
+def _argv_field(description: str) -> Any:
+    # Declared to clients as a list of strings, but checked here rather than by the
+    # SDK's model, so a wrong argv gets cvg's one-line refusal, not a validation dump.
+    return Field(
+        description=description,
+        json_schema_extra={"type": "array", "items": {"type": "string"}, "minItems": 1},
+    )
+
+
 def build(service: Service, *, port: int = 0) -> FastMCP:
     """The FastMCP server for ``service`` (loopback only, when served over HTTP)."""
     mcp = FastMCP(
@@ -121,9 +130,7 @@ def build(service: Service, *, port: int = 0) -> FastMCP:
     @mcp.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
     async def run_sandboxed(
         policy: Annotated[str, Field(description="A policy name from list_policies.")],
-        argv: Annotated[
-            list[str], Field(description='The command as a list: ["python3", "tool.py"].')
-        ],
+        argv: Annotated[Any, _argv_field('The command as a list: ["python3", "tool.py"].')],
         stdin: Annotated[str | None, Field(description="Text fed to the command.")] = None,
         timeout: Annotated[
             float | None, Field(description="Seconds before the run is ended (status 124).")
@@ -179,7 +186,7 @@ def build(service: Service, *, port: int = 0) -> FastMCP:
 
         @mcp.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=True))
         async def observe(
-            argv: Annotated[list[str], Field(description="The command as a list.")],
+            argv: Annotated[Any, _argv_field("The command as a list.")],
             stdin: Annotated[str | None, Field(description="Text fed to the command.")] = None,
             unconfined: Annotated[
                 bool, Field(description="No learning sandbox at all (trusted code only).")
