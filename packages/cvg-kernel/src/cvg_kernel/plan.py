@@ -50,7 +50,7 @@ _LANDLOCK_KEYS = frozenset(
 )  # fmt: skip
 _SECCOMP_KEYS = frozenset(
     {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny",
-     "memfd_noexec"}
+     "memfd_noexec", "allow", "on_violation"}
 )  # fmt: skip
 _RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
@@ -356,6 +356,11 @@ def _prepare_seccomp(spec: Mapping[str, Any], arch: str) -> seccomp.Filter:
             kwargs[key] = tuple(_str_list(spec[key], f"$.seccomp.{key}"))
     if "deny_errno" in spec:
         kwargs["deny_errno"] = spec["deny_errno"]
+    # null and absent alike mean no allow list; [] would allow nothing at all.
+    if spec.get("allow") is not None:
+        kwargs["allow"] = tuple(_str_list(spec["allow"], "$.seccomp.allow"))
+    if "on_violation" in spec:
+        kwargs["on_violation"] = spec["on_violation"]
     if "sockets" in spec:
         if not isinstance(spec["sockets"], list):
             raise PlanError("$.seccomp.sockets: must be a list")

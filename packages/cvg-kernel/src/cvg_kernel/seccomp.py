@@ -214,8 +214,13 @@ DEFAULT_SOCKETS: tuple[Mapping[str, Any], ...] = (
 DEFAULT_ENOSYS: tuple[str, ...] = ("clone3",)
 DEFAULT_IOCTL_DENY: tuple[str, ...] = ("TIOCSTI", "TIOCLINUX")
 
+VIOLATIONS = ("errno", "kill")
+"""What a call outside an allow list gets: ``deny_errno``, or the process killed."""
+
 SPEC_KEYS = frozenset(
     {
+        "allow",
+        "on_violation",
         "deny",
         "deny_errno",
         "enosys",
@@ -338,17 +343,33 @@ def compile_spec(
     clone_namespaces: bool = False,
     ioctl_deny: Iterable[str] = DEFAULT_IOCTL_DENY,
     memfd_noexec: bool = True,
+    allow: Iterable[str] | None = None,
+    on_violation: str = "errno",
 ) -> Compiled:
     """:func:`build_program`, keeping comments and the names skipped for this arch."""
     numbers = table(arch)
+    skipped: list[str] = []
     deny_action = ret_errno(errno_value(deny_errno))
+    if on_violation not in VIOLATIONS:
+        raise SeccompError(
+            f"on_violation must be one of {', '.join(VIOLATIONS)}, not {on_violation!r}"
+        )
+    allowed: dict[str, int] | None = None
+    if allow is not None:
+        allowed = {}
+        for name in _names("allow", allow):
+            if name not in numbers:
+                if name in ARCH_SPECIFIC:
+                    skipped.append(name)
+                    continue
+                raise SeccompError(f"allow: unknown syscall {name!r} on {arch}")
+            allowed[name] = numbers[name]
     lists = {
         "kill": _names("kill", kill),
         "enosys": _names("enosys", enosys),
         "deny": _names("deny", deny),
     }
     owner: dict[str, str] = {}
-    skipped: list[str] = []
     resolved: dict[str, list[tuple[str, int]]] = {}
     for what, names in lists.items():
         resolved[what] = []
@@ -391,26 +412,36 @@ def compile_spec(
     for what in ("kill", "enosys", "deny"):
         for _, nr in resolved[what]:
             asm.jeq(nr, what, comment=what)
-    # 4-7. Argument filters, unless a list above already decided the whole syscall.
+
+    # 4-7. Argument filters, unless a list above already decided the whole syscall,
+    #      or an allow list leaves it out (then it is refused whatever its arguments).
+    def filtered(call: str) -> bool:
+        return call not in owner and (allowed is None or call in allowed)
+
     blocks: list[str] = []
-    if "socket" not in owner:
+    if filtered("socket"):
         asm.jeq(numbers["socket"], "socket")
         blocks.append("socket")
-    if not clone_namespaces and "clone" not in owner:
+    if not clone_namespaces and filtered("clone"):
         asm.jeq(numbers["clone"], "clone")
         blocks.append("clone")
-    if ioctl_numbers and "ioctl" not in owner:
+    if ioctl_numbers and filtered("ioctl"):
         asm.jeq(numbers["ioctl"], "ioctl")
         blocks.append("ioctl")
-    if memfd_noexec and "memfd_create" not in owner:
+    if memfd_noexec and filtered("memfd_create"):
         asm.jeq(numbers["memfd_create"], "memfd_create")
         blocks.append("memfd_create")
     for call in _SEND_FLAGS_ARG:
-        if call not in owner:
+        if filtered(call):
             asm.jeq(numbers[call], call)
             blocks.append(call)
-    # 8.
-    asm.ret(SECCOMP_RET_ALLOW, comment="default")
+    # 8. Everything else: allowed, or with an allow list, allowed only if listed.
+    if allowed is None:
+        asm.ret(SECCOMP_RET_ALLOW, comment="default")
+    else:
+        numbers_allowed = sorted({nr for name, nr in allowed.items() if name not in owner})
+        _allow_tree(asm, _ranges(numbers_allowed), "allow tree")
+    violation = SECCOMP_RET_KILL_PROCESS if on_violation == "kill" else deny_action
 
     if "socket" in blocks:
         _socket_block(asm, rules)
@@ -445,11 +476,51 @@ def compile_spec(
     asm.ret(deny_action, comment=f"deny ({deny_errno})")
     asm.label("eperm")
     asm.ret(ret_errno(_errno.EPERM))
+    if allowed is not None:
+        asm.label("unlisted")
+        asm.ret(violation, comment=f"not in the allow list ({on_violation})")
     try:
         annotated = asm.assemble_annotated()
     except BpfError as e:
         raise SeccompError(f"cannot assemble the seccomp program: {e}") from e
     return Compiled(arch, tuple(annotated), tuple(skipped))
+
+
+def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted numbers as maximal runs ``(first, last)``."""
+    out: list[tuple[int, int]] = []
+    for nr in numbers:
+        if out and out[-1][1] == nr - 1:
+            out[-1] = (out[-1][0], nr)
+        else:
+            out.append((nr, nr))
+    return out
+
+
+def _allow_tree(asm: Assembler, ranges: Sequence[tuple[int, int]], label: str) -> None:
+    # A binary search over the allowed runs (A holds nr): a lookup costs a few
+    # comparisons instead of one per listed call, and a call outside every run
+    # reaches "unlisted".
+    if len(ranges) > 4:
+        mid = len(ranges) // 2
+        asm.jge(ranges[mid][0], f"{label} r", comment="allow list: upper half")
+        _allow_tree(asm, ranges[:mid], f"{label} l")
+        asm.label(f"{label} r")
+        _allow_tree(asm, ranges[mid:], f"{label} r")
+        return
+    for i, (first, last) in enumerate(ranges):
+        # Ascending runs: past this one, try the next; below its start, nothing later
+        # can match either.
+        nxt = f"{label} {i + 1}" if i + 1 < len(ranges) else "unlisted"
+        if i:
+            asm.label(f"{label} {i}")
+        asm.jgt(last, nxt)
+        if first == last:
+            asm.jeq(first, "allow", "unlisted", comment="allow list")
+        else:
+            asm.jge(first, "allow", "unlisted", comment="allow list")
+    if not ranges:
+        asm.ja("unlisted")
 
 
 def _socket_block(asm: Assembler, rules: Sequence[SocketRule]) -> None:
@@ -496,6 +567,8 @@ def build_program(
     clone_namespaces: bool = False,
     ioctl_deny: Iterable[str] = DEFAULT_IOCTL_DENY,
     memfd_noexec: bool = True,
+    allow: Iterable[str] | None = None,
+    on_violation: str = "errno",
 ) -> list[Instruction]:
     """Compile a plan's ``seccomp`` section into a BPF program for ``arch``.
 
@@ -504,7 +577,10 @@ def build_program(
     ``enosys`` and ``deny`` by name; then ``socket`` (family, ``type & 0xf`` and
     protocol, low 32 bits each), ``clone`` (any CLONE_NEW* flag unless
     ``clone_namespaces``), ``ioctl`` (``ioctl_deny`` requests) and ``memfd_create``
-    (must seal exec, must not ask for it) by argument; everything else is allowed.
+    (must seal exec, must not ask for it) by argument; everything else is allowed, or,
+    with ``allow`` (an allow list), allowed only when listed: any other call gets
+    ``deny_errno``, or kills the process when ``on_violation`` is ``"kill"``. The lists
+    above still decide first, and the argument filters apply to the listed calls.
 
     Raises :class:`SeccompError` for an unknown name, a name in two lists, an unknown
     errno or ioctl, a malformed socket entry, or clone3 left allowed while namespaces
@@ -521,6 +597,8 @@ def build_program(
         clone_namespaces=clone_namespaces,
         ioctl_deny=ioctl_deny,
         memfd_noexec=memfd_noexec,
+        allow=allow,
+        on_violation=on_violation,
     ).program
 
 
