@@ -8,9 +8,15 @@ each imported event carries its provenance in ``source``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .base import CvgModel, Identifier, MessageBase, SyscallName, fail
 from .plan import SocketFamily, SocketTypeName
@@ -172,6 +178,15 @@ class Observation(MessageBase):
     exit_status: int | None = Field(
         default=None, ge=0, le=255, description="The command's exit status, when known."
     )
+    syscalls: dict[SyscallName, Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description=(
+            "Every system call the command and its children made, by name, with how "
+            "many times (calls that never return, such as `exit_group`, included). "
+            "Absent when the observer did not record them (an imported report, or an "
+            "observation made before this field existed)."
+        ),
+    )
     partial: bool = Field(
         default=False,
         description=(
@@ -190,6 +205,14 @@ class Observation(MessageBase):
         default_factory=list,
         description="Known limitations of this observation, one sentence each.",
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_syscalls(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Without the set, an observation dumps (and digests) as it did before the field.
+        data = handler(self)
+        if self.syscalls is None and isinstance(data, dict):
+            data.pop("syscalls", None)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Observation:

@@ -305,6 +305,19 @@ class Seccomp(CvgModel):
         default=True,
         description="`memfd_create` without MFD_NOEXEC_SEAL, or with MFD_EXEC, gets EPERM.",
     )
+    allow: list[SyscallName] | None = Field(
+        default=None,
+        description=(
+            "An allow list: only these calls are allowed (the lists above still decide "
+            "first, the argument filters still apply to listed calls); any other gets "
+            "`deny_errno`, or kills with `on_violation: kill`. Omitted (or null): no allow "
+            "list, every call the lists above do not decide is allowed."
+        ),
+    )
+    on_violation: Literal["errno", "kill"] = Field(
+        default="errno",
+        description="With `allow`: a call not listed fails with `deny_errno`, or kills.",
+    )
 
     @model_validator(mode="after")
     def _lists_are_consistent(self) -> Seccomp:
@@ -330,6 +343,11 @@ class Seccomp(CvgModel):
         data = handler(self)
         if self.deny is None and isinstance(data, dict):
             data.pop("deny", None)
+        # Without an allow list, plans dump (and digest) as they did before it existed.
+        if self.allow is None and isinstance(data, dict):
+            data.pop("allow", None)
+            if self.on_violation == "errno":
+                data.pop("on_violation", None)
         return data
 
 

@@ -292,12 +292,43 @@ class PolicyEnvironment(CvgModel):
 
 
 class Syscalls(CvgModel):
-    """Changes to the default seccomp deny list."""
+    """Which system calls the tool may make: all but a deny list (the default), or only
+    an allow list."""
 
+    mode: Literal["denylist", "allowlist"] = Field(
+        default="denylist",
+        description=(
+            "`denylist`: every call except the default deny list, and `allow` takes names "
+            "off that list (risky). `allowlist`: only the calls in `allow`; the deny-list "
+            "calls stay denied even when listed, unless cvg-validate is given --accept-risk."
+        ),
+    )
     allow: list[SyscallName] = Field(
         default_factory=list,
-        description="System calls taken off the default deny list (risky).",
+        description=(
+            "denylist mode: system calls taken off the default deny list (risky). "
+            "allowlist mode: the only system calls the tool may make."
+        ),
     )
+    on_violation: Literal["errno", "kill"] = Field(
+        default="errno",
+        description=(
+            "allowlist mode: a call not in `allow` fails with EPERM (`errno`) or kills the "
+            "process with SIGSYS (`kill`, exit status 159)."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A deny-list policy dumps (and so digests) exactly as before the allowlist mode
+        # existed: recorded policy digests and plan caches stay valid.
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.mode == "denylist":
+                data.pop("mode", None)
+            if self.on_violation == "errno":
+                data.pop("on_violation", None)
+        return data
 
 
 class Reason(CvgModel):
