@@ -214,6 +214,32 @@ DEFAULT_SOCKETS: tuple[Mapping[str, Any], ...] = (
 DEFAULT_ENOSYS: tuple[str, ...] = ("clone3",)
 DEFAULT_IOCTL_DENY: tuple[str, ...] = ("TIOCSTI", "TIOCLINUX")
 
+# What the launchers (cvg_kernel.plan.Prepared, cvg-run's child and warm helper) call
+# between installing the filter and exec'ing the tool, measured with strace -f: handing
+# the listener over, taking the run's descriptors, resetting signals, the exec itself, and
+# reporting a failed exec. An allow list that left one out would refuse the tool before it
+# starts, so compilers add these to every allow list (names missing on an arch skipped).
+LAUNCHER_ALLOW: tuple[str, ...] = (
+    "execve",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "restart_syscall",
+    "sendmsg",
+    "recvmsg",
+    "close",
+    "dup2",
+    "dup3",
+    "chdir",
+    "write",
+    "exit",
+    "exit_group",
+    "mmap",
+    "munmap",
+    "brk",
+    "futex",
+)
+
 VIOLATIONS = ("errno", "kill")
 """What a call outside an allow list gets: ``deny_errno``, or the process killed."""
 

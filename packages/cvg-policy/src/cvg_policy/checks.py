@@ -135,7 +135,9 @@ class _Checker:
         arch: str,
         env: Mapping[str, str],
         abi: int | None,
+        accept_risk: bool = False,
     ) -> None:
+        self.accept_risk = accept_risk
         self.loaded = loaded
         self.policy = loaded.policy
         self.variables = variables
@@ -315,6 +317,20 @@ class _Checker:
 
     def check_syscalls(self) -> None:
         table = _syscall_table.TABLES.get(self.arch)
+        allowlist = self.policy.syscalls.mode == "allowlist"
+        if not allowlist and self.policy.syscalls.on_violation != "errno":
+            self.add(
+                "warning",
+                "syscalls.on_violation",
+                "on_violation applies only with mode: allowlist; the deny list answers EPERM",
+            )
+        if allowlist and not self.policy.syscalls.allow:
+            self.add(
+                "warning",
+                "syscalls.allow",
+                "allowlist mode with an empty allow list: the tool may make no call but the "
+                "few the launcher needs to exec it",
+            )
         for i, name in enumerate(self.policy.syscalls.allow):
             address = f"syscalls.allow[{i}]"
             if table is None:
@@ -331,7 +347,17 @@ class _Checker:
                 continue
             if name in DEFAULT_DENY:
                 reason = DENY_REASONS.get(name, "a call the default deny list closes")
-                self.add("warning", address, f"allowing {name} {_opens(reason)}")
+                if allowlist and not self.accept_risk:
+                    self.add(
+                        "warning",
+                        address,
+                        f"{name} is on the default deny list and stays denied in allowlist "
+                        f"mode; --accept-risk allows it, which {_opens(reason)}",
+                    )
+                else:
+                    self.add("warning", address, f"allowing {name} {_opens(reason)}")
+            elif allowlist and name not in DEFAULT_ENOSYS:
+                continue
             elif name in DEFAULT_ENOSYS:
                 self.add(
                     "warning",
@@ -451,6 +477,7 @@ def check(
     arch: str | None = None,
     env: Mapping[str, str] | None = None,
     abi: int | None = None,
+    accept_risk: bool = False,
 ) -> list[Finding]:
     """Check a loaded policy beyond its schema; return errors and warnings in order.
 
@@ -459,7 +486,8 @@ def check(
     - A granted path that does not exist is a warning, an error with ``strict``.
       Symlinks are followed: ``/lib -> usr/lib`` is fine.
     - A name in ``syscalls.allow`` unknown on ``arch`` (default: this machine) is an
-      error; one from the default deny list is a warning saying what it opens.
+      error; one from the default deny list is a warning saying what it opens (in
+      allowlist mode: that it stays denied, unless ``accept_risk``).
     - Risky grants are warnings with their reason: writing ``/``, ``/etc``, ``/usr``,
       ``${HOME}``, ``/proc``, ``/sys``, ``/dev``, ``/run`` and the like as a whole; the
       docker socket or an ssh-agent socket (``env``'s ``SSH_AUTH_SOCK``, default the
@@ -477,5 +505,6 @@ def check(
         arch or machine_arch(),
         os.environ if env is None else env,
         abi,
+        accept_risk,
     )
     return checker.run()

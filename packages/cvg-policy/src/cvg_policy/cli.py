@@ -114,12 +114,20 @@ def _report(findings: list[Finding], quiet: bool) -> None:
 
 
 def _explain_output(
-    loaded: LoadedPolicy, facts: Facts, variables: Mapping[str, str], fmt: str
+    loaded: LoadedPolicy,
+    facts: Facts,
+    variables: Mapping[str, str],
+    fmt: str,
+    accept_risk: bool = False,
 ) -> str:
     from .explain import explain_policy, report_dict
 
     report = explain_policy(
-        loaded.policy, facts=facts, variables=variables, policy_path=_policy_path(loaded)
+        loaded.policy,
+        facts=facts,
+        variables=variables,
+        policy_path=_policy_path(loaded),
+        accept_risk=accept_risk,
     )
     if fmt == "json":
         return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"
@@ -186,11 +194,17 @@ def _policy_path(loaded: LoadedPolicy) -> str | None:
     return None if loaded.filename == STDIN_NAME else os.path.abspath(loaded.filename)
 
 
-def _compile_output(loaded: LoadedPolicy, facts: Facts, variables: Mapping[str, str]) -> str:
+def _compile_output(
+    loaded: LoadedPolicy, facts: Facts, variables: Mapping[str, str], accept_risk: bool = False
+) -> str:
     from .compile import compile_policy
 
     plan = compile_policy(
-        loaded.policy, variables=variables, facts=facts, policy_path=_policy_path(loaded)
+        loaded.policy,
+        variables=variables,
+        facts=facts,
+        policy_path=_policy_path(loaded),
+        accept_risk=accept_risk,
     )
     return dumps(plan, pretty=True).decode("utf-8")
 
@@ -267,6 +281,15 @@ Exit status:
     help="Write the output to FILE atomically (untouched when the policy is invalid); - is stdout.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print errors only, no warnings.")
+@click.option(
+    "--accept-risk",
+    is_flag=True,
+    help=(
+        "In syscalls allowlist mode, let listed calls of the default deny list (ptrace, "
+        "mount, bpf...) through in the --compile'd plan; each is still a warning. "
+        "Without it they stay denied."
+    ),
+)
 def cli(
     policy: str,
     strict: bool,
@@ -277,6 +300,7 @@ def cli(
     cwd: str | None,
     output: str | None,
     quiet: bool,
+    accept_risk: bool,
 ) -> int:
     """Validate a cvg policy and write it back as clean, reviewable YAML.
 
@@ -318,6 +342,7 @@ def cli(
         strict=strict,
         arch=facts.arch if facts is not None else None,
         abi=facts.effective_landlock_abi if facts is not None else None,
+        accept_risk=accept_risk,
     )
     _report(findings, quiet)
     if errors(findings):
@@ -328,9 +353,9 @@ def cli(
             facts = _probe()
         try:
             if explain:
-                text = _explain_output(loaded, facts, variables, fmt or "table")
+                text = _explain_output(loaded, facts, variables, fmt or "table", accept_risk)
             else:
-                text = _compile_output(loaded, facts, variables)
+                text = _compile_output(loaded, facts, variables, accept_risk)
         except PolicyError as e:
             if e.file is None:
                 e.file = loaded.filename

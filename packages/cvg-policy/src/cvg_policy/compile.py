@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from cvg_kernel import _libc
 from cvg_kernel.landlock import FILE_RIGHTS, KNOWN_ABI, effective_abi
-from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY
+from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, LAUNCHER_ALLOW
 from cvg_kernel.seccomp import table as syscall_table
 from cvg_schema import FS_RIGHTS, Degradation, Facts, Plan, Policy, digest
 from cvg_schema.base import variables_in
@@ -248,11 +248,15 @@ def compile_report(
     policy_path: str | None = None,
     max_rules: int = DEFAULT_MAX_RULES,
     view: FsView | None = None,
+    accept_risk: bool = False,
 ) -> Compiled:
     """Compile ``policy`` and keep what compilation noticed (see :class:`Compiled`).
 
     ``variables`` holds the compile-time variables (see ``variables.context``);
     ``${SCRATCH}`` stays as it is and is listed in ``plan.variables``.
+    In allowlist mode the plan's allow list is ``syscalls.allow`` plus what the launcher
+    calls before exec (``cvg_kernel.seccomp.LAUNCHER_ALLOW``); a listed call of the default
+    deny list stays denied unless ``accept_risk``.
     Raises PolicyError naming the rule for anything that cannot be compiled.
     """
     view = OsView() if view is None else view
@@ -442,8 +446,19 @@ def compile_report(
                 f"unknown system call {name!r} on {arch}", address=f"syscalls.allow[{i}]"
             )
         allow.add(name)
-    # Not on the deny list (e.g. read): nothing to take off, nothing to do.
-    deny = [n for n in DEFAULT_DENY if n not in allow]
+    seccomp: dict[str, Any] = {"sockets": sockets}
+    if policy.syscalls.mode == "allowlist":
+        # The deny list still decides first: a listed deny-list call stays denied unless
+        # the risk was accepted (cvg-validate --accept-risk), so an allow list generated
+        # from a trace cannot quietly reopen ptrace or mount.
+        taken_off = allow if accept_risk else set()
+        seccomp["deny"] = [n for n in DEFAULT_DENY if n not in taken_off]
+        launcher = {n for n in LAUNCHER_ALLOW if n in known}
+        seccomp["allow"] = sorted((allow - set(seccomp["deny"])) | launcher)
+        seccomp["on_violation"] = policy.syscalls.on_violation
+    else:
+        # Not on the deny list (e.g. read): nothing to take off, nothing to do.
+        seccomp["deny"] = [n for n in DEFAULT_DENY if n not in allow]
 
     used: set[str] = set()
     for path in rules:
@@ -471,7 +486,7 @@ def compile_report(
             # none on the target and `degraded` already says what that costs.
             "required": target > 0,
         },
-        "seccomp": {"deny": deny, "sockets": sockets},
+        "seccomp": seccomp,
         "rlimits": rlimits,
         "processes": res.processes,
         "wall_clock_seconds": res.wall_clock_seconds,
@@ -493,6 +508,7 @@ def compile_policy(
     facts: Facts | None = None,
     policy_path: str | None = None,
     max_rules: int = DEFAULT_MAX_RULES,
+    accept_risk: bool = False,
 ) -> Plan:
     """Compile ``policy`` to a plan for one Landlock ABI: ``facts``' effective ABI when
     given, else ``abi``, else this kernel's (capped by CVG_LANDLOCK_ABI_MAX).
@@ -506,6 +522,7 @@ def compile_policy(
         facts=facts,
         policy_path=policy_path,
         max_rules=max_rules,
+        accept_risk=accept_risk,
     ).plan
 
 

@@ -575,7 +575,42 @@ def _explain_environment(policy: Policy) -> list[RuleExplanation]:
     return out
 
 
-def _explain_syscalls(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
+def _explain_allowlist(policy: Policy, judge: _Judge, plan: Any) -> list[RuleExplanation]:
+    seccomp = FEATURES["seccomp"]
+    allowed = set(plan.seccomp.allow or ())
+    answer = "kills the process (SIGSYS)" if policy.syscalls.on_violation == "kill" else "EPERM"
+    extra = len(allowed - set(policy.syscalls.allow))
+    out = [
+        judge.rule(
+            "syscalls.allow",
+            f"seccomp filter: only {len(allowed)} system calls ({extra} of them what the "
+            f"launcher needs before exec); any other {answer}",
+            [_Part(seccomp, None, "no system call is denied")],
+        )
+    ]
+    for i, name in enumerate(policy.syscalls.allow):
+        if name in DEFAULT_DENY:
+            note = (
+                "taken off the default deny list (risky)"
+                if name in allowed
+                else "on the default deny list: stays denied (cvg-validate --accept-risk)"
+            )
+        else:
+            note = "allowed (argument filters stay)"
+        out.append(
+            judge.rule(
+                f"syscalls.allow[{i}]",
+                "seccomp filter",
+                [_Part(seccomp, None, "the rest of the allow list is not enforced either")],
+                note=note,
+            )
+        )
+    return out
+
+
+def _explain_syscalls(policy: Policy, judge: _Judge, plan: Any) -> list[RuleExplanation]:
+    if policy.syscalls.mode == "allowlist":
+        return _explain_allowlist(policy, judge, plan)
     seccomp = FEATURES["seccomp"]
     allow = policy.syscalls.allow
     kept = [n for n in DEFAULT_DENY if n not in allow]
@@ -609,12 +644,19 @@ def explain_policy(
     facts: Facts,
     variables: Mapping[str, str],
     policy_path: str | None = None,
+    accept_risk: bool = False,
 ) -> Report:
     """Explain every rule of ``policy`` on the kernel ``facts`` describes.
 
     Raises PolicyError when the policy cannot be compiled (e.g. an unknown system call).
     """
-    compiled = compile_report(policy, variables=variables, facts=facts, policy_path=policy_path)
+    compiled = compile_report(
+        policy,
+        variables=variables,
+        facts=facts,
+        policy_path=policy_path,
+        accept_risk=accept_risk,
+    )
     judge = _Judge(facts, compiled.abi)
     rules = [
         *_explain_filesystem(policy, compiled, judge),
@@ -622,7 +664,7 @@ def explain_policy(
         *_explain_ipc(policy, judge),
         *_explain_resources(policy, facts, judge),
         *_explain_environment(policy),
-        *_explain_syscalls(policy, judge),
+        *_explain_syscalls(policy, judge, compiled.plan),
     ]
     return Report(
         kernel=facts.kernel,

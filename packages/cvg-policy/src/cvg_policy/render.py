@@ -47,6 +47,12 @@ SECTION_ORDER: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 )
 """Sections and their keys in the order of the policy format (DESIGN.md)."""
 
+_OPTIONAL_AROUND: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "syscalls": (("mode",), ("on_violation",)),
+}
+"""Keys written only away from their default, before and after a section's keys: a
+deny-list policy reads as it always did, an allowlist one says so first."""
+
 _HEADER: Final = (
     "# Generated rules: the comments above a rule name the observed events behind it\n"
     "# (event id: what the tool did).\n"
@@ -134,7 +140,10 @@ def render_yaml(policy: Policy) -> str:
     for section, keys in SECTION_ORDER:
         lines.append(f"{section}:")
         values: dict[str, Any] = data[section]
-        for key in keys:
+        before, after = _OPTIONAL_AROUND.get(section, ((), ()))
+        for key in (*before, *keys, *after):
+            if key not in values:
+                continue  # left out of the dump at its default (syscalls.mode: denylist)
             address = f"{section}.{key}"
             lines.extend(_reason_lines(reasons.get(address, []), _INDENT))
             lines.extend(_render_field(address, key, values[key], reasons))
