@@ -1,0 +1,3 @@
+CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+INSERT INTO item (name, qty) SELECT 'item' || i, i % 17 FROM n;

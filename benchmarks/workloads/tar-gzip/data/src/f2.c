@@ -1,0 +1,1 @@
+int f2(void) { return 2; }

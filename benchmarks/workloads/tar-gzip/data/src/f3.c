@@ -1,0 +1,1 @@
+int f3(void) { return 3; }
