@@ -225,6 +225,8 @@ LAUNCHER_ALLOW: tuple[str, ...] = (
     "rt_sigprocmask",
     "rt_sigreturn",
     "restart_syscall",
+    "getsockname",  # socket.socket(fileno=...) asks the handover socket its family,
+    "getsockopt",  # type and protocol
     "sendmsg",
     "recvmsg",
     "close",

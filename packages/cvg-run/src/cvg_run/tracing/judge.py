@@ -248,6 +248,9 @@ class Judge:
         from cvg_kernel.seccomp import DEFAULT_DENY, DEFAULT_SOCKETS, DENY_REASONS
 
         self.deny = frozenset(sec.get("deny", DEFAULT_DENY))
+        # With an allow list, every call not on it is refused by the filter itself.
+        listed = sec.get("allow")
+        self.allow: frozenset[str] | None = None if listed is None else frozenset(listed)
         self.deny_errno = str(sec.get("deny_errno") or "EPERM")
         self.deny_reasons = DENY_REASONS
         sockets = sec.get("sockets", DEFAULT_SOCKETS)
@@ -309,6 +312,10 @@ class Judge:
             event = copy.copy(event)
             event.path = _proc_of(path, pid)
         # seccomp first: its answer comes before anything else sees the call.
+        if self.allow is not None and name not in self.allow and err == self.deny_errno:
+            return Verdict(
+                "seccomp", None, "syscalls.allow", "not in syscalls.allow", f"syscall {name}"
+            )
         if name in self.deny and err == self.deny_errno:
             reason = self.deny_reasons.get(name, "on the seccomp deny list")
             return Verdict(
@@ -546,6 +553,10 @@ class Judge:
     def ended(meaning: str, detail: str | None) -> Verdict | None:
         """The supervisor's own refusal, when it ended the run."""
         text = detail or ""
+        if meaning == "signaled" and text == "killed by SIGSYS":
+            # strace's "+++ killed by" line does not come under -e signal=none, so the
+            # tool's own death is judged from its status.
+            return _sigsys()
         if meaning == "wall_clock":
             return Verdict("supervisor", None, "resources.wall_clock_seconds", text, "run")
         if meaning != "limit":
@@ -577,7 +588,22 @@ class Judge:
                 "RLIMIT_CPU reached: resources.cpu_seconds",
                 "run",
             )
+        if signal_name == "SIGSYS":
+            return _sigsys()
         return None
+
+
+# The kernel kills before anything is reported, so the call itself has no name here;
+# traced with on_violation: errno, the same run names it.
+def _sigsys() -> Verdict:
+    return Verdict(
+        "seccomp",
+        None,
+        "syscalls.on_violation",
+        "a call not in syscalls.allow with on_violation: kill, or a foreign-architecture "
+        "call; with on_violation: errno, --trace names it",
+        "process killed by SIGSYS",
+    )
 
 
 def _describe(event: RawEvent, flags: str) -> str:

@@ -191,6 +191,14 @@ class Tracer:
 
             deny = self.plan.get("seccomp", {}).get("deny", DEFAULT_DENY)
             calls += [*_PTRACE_EXTRA, *(f"?{name}" for name in deny if name not in calls)]
+            listed = self.plan.get("seccomp", {}).get("allow")
+            if listed is not None:
+                # An allow list refuses every call not on it: trace those too.
+                from cvg_kernel._libc import machine
+                from cvg_kernel.seccomp import table
+
+                arch = self.plan.get("arch") or machine()
+                calls += [f"?{n}" for n in sorted(table(arch)) if n not in listed]
         argv = [
             self.strace, "-f", "-q", "-ttt", "-yy", "-s", "4096", "-e", "signal=none",
             "-e", "trace=" + ",".join(dict.fromkeys(calls)),
