@@ -100,6 +100,17 @@ Exit status:
     "more likely refused).",
 )
 @click.option(
+    "--syscalls",
+    "syscalls",
+    type=click.Choice(["denylist", "allowlist"]),
+    default="denylist",
+    show_default=True,
+    help="denylist: every call but cvg's deny list. allowlist: only the calls the "
+    "observations made, plus the measured baseline of each runtime they ran (python3, "
+    "node, sh, native programs on the C library) and the few every program needs "
+    "(exit_group...).",
+)
+@click.option(
     "-o",
     "--out",
     metavar="FILE",
@@ -124,6 +135,7 @@ def cli(
     out: str | None,
     quiet: bool,
     verify: bool,
+    syscalls: str,
 ) -> int:
     """Write the smallest cvg policy that lets a tool do what it was observed doing.
 
@@ -153,6 +165,7 @@ def cli(
         grant_denied=grant_denied,
         headroom=headroom,
         workspace=workspace,
+        syscalls=syscalls,
     )
     if not quiet:
         for note in result.notes[:MAX_NOTES]:

@@ -39,10 +39,13 @@ from cvg_policy.secrets import secret_paths, secret_reason
 from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
+from .allowlist import ALWAYS, load_baselines, runtimes_of, shipped
 from .baselines import baselines
 from .paths import PathContext, is_broad, is_per_process, parent, within
 
-__all__ = ["DEFAULT_HEADROOM", "Generated", "Source", "generate"]
+__all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
+
+SYSCALL_MODES: Final = ("denylist", "allowlist")
 
 SIBLINGS: Final = 8
 """Files read directly in one directory before the directory itself is granted."""
@@ -149,7 +152,20 @@ def _marked_never(e: Event) -> str | None:
 
 
 class _Builder:
-    def __init__(self, grant_denied: bool, headroom: float, workspace: bool = True) -> None:
+    def __init__(
+        self,
+        grant_denied: bool,
+        headroom: float,
+        workspace: bool = True,
+        syscalls: str = "denylist",
+    ) -> None:
+        if syscalls not in SYSCALL_MODES:
+            raise ValueError(f"syscalls mode {syscalls!r}: expected one of {SYSCALL_MODES}")
+        self.syscall_mode = syscalls
+        # allowlist mode: each call seen, and each runtime seen (for its baseline).
+        self.calls: dict[str, _Rule] = {}
+        self.runtimes: dict[str, tuple[Event, str | None]] = {}
+        self.first: tuple[Event, str | None] | None = None
         self.grant_denied = grant_denied
         self.workspace = workspace
         self.headroom = headroom
@@ -246,6 +262,27 @@ class _Builder:
         self._environment(obs, ctx, name)
         self._resources(obs, name)
         self._denies(obs, ctx, name)
+        if self.syscall_mode == "allowlist":
+            self._calls(obs, name)
+
+    def _calls(self, obs: Observation, name: str | None) -> None:
+        anchor = _first_exec(obs) or (obs.events[0] if obs.events else None)
+        if anchor is None:
+            self.note(f"{name or 'the observation'} has no events: no call can cite one")
+            return
+        if self.first is None:
+            self.first = (anchor, name)
+        for runtime, event in runtimes_of(obs).items():
+            self.runtimes.setdefault(runtime, (event, name))
+        if obs.syscalls is None:
+            self.note(
+                f"{name or 'the observation'} does not list the calls it made (imported, or "
+                "made by an older cvg-observe): the allow list has only the runtime baselines"
+            )
+            return
+        for call, count in obs.syscalls.items():
+            times = "once" if count == 1 else f"{count} times"
+            self.rule(self.calls, call).cite(anchor, f"{call}: called {times} in this run", name)
 
     def _event(
         self,
@@ -627,9 +664,13 @@ class _Builder:
                 "network.unix is granted: below Landlock ABI 9 that reaches every unix "
                 "socket on the host"
             )
-        syscalls = sorted(self.syscalls)
-        for i, s in enumerate(syscalls):
-            reasons[f"syscalls.allow[{i}]"] = self.syscalls[s].final()
+        if self.syscall_mode == "allowlist":
+            section = self._allowlist(reasons)
+        else:
+            syscalls = sorted(self.syscalls)
+            for i, s in enumerate(syscalls):
+                reasons[f"syscalls.allow[{i}]"] = self.syscalls[s].final()
+            section = {"allow": syscalls}
         env_set = {k: v for k, (v, _) in sorted(self.env_set.items())}
         for k, (_, r) in self.env_set.items():
             reasons[f"environment.set.{k}"] = r.final()
@@ -647,10 +688,55 @@ class _Builder:
             "ipc": {"signal_outside": "ipc.signal_outside" in self.switches},
             "resources": resources,
             "environment": {"set": env_set, "pass": env_pass},
-            "syscalls": {"allow": syscalls},
+            "syscalls": section,
             "reasons": reasons,
         }
         return Generated(Policy.model_validate(data), self._note_lines())
+
+    def _allowlist(self, reasons: dict[str, list[Reason]]) -> dict[str, Any]:
+        """The allow list: every call observed, each observed runtime's baseline (the union
+        over the C libraries measured), the calls always needed; minus the default deny
+        list (unless --grant-denied granted one) and names this architecture lacks."""
+        from cvg_kernel._libc import machine
+        from cvg_kernel.seccomp import table
+
+        arch = {"arm64": "aarch64"}.get(machine(), machine())
+        known = table(arch)
+        rules = self.calls
+        files = load_baselines()
+        for runtime, (event, name) in sorted(self.runtimes.items()):
+            measured = [b for b in files if b.runtime == runtime and b.arch == arch]
+            if not measured:
+                self.note(f"no {runtime} syscall baseline for {arch}: only what was observed")
+                continue
+            where = ", ".join(f"{b.libc} {b.libc_version} on {b.host}" for b in measured)
+            for call in sorted(shipped(runtime, files, arch)):
+                self.rule(rules, call).cite(
+                    event, f"{runtime} baseline ({where}): its runtime may call it", name
+                )
+        if self.first is not None:
+            event, name = self.first
+            for call in ALWAYS:
+                self.rule(rules, call).cite(
+                    event, f"{call}: always allowed (exit, signal return, C library start-up)", name
+                )
+        for call, rule in self.syscalls.items():  # deny-list calls --grant-denied granted
+            self.rule(rules, call).absorb(rule)
+        allow = []
+        for call in sorted(rules):
+            if call in DEFAULT_DENY and call not in self.syscalls:
+                self.note(
+                    f"not allowed: {call}: on the default deny list (it stays denied; "
+                    "--grant-denied grants what the learning sandbox denied)"
+                )
+                continue
+            if call not in known:
+                self.note(f"not allowed: {call}: no such system call on {arch}")
+                continue
+            allow.append(call)
+        for i, call in enumerate(allow):
+            reasons[f"syscalls.allow[{i}]"] = rules[call].final()
+        return {"mode": "allowlist", "allow": allow}
 
     def _collapse(self) -> None:
         """Drop a grant another grant covers, keeping its reasons on the wider one."""
@@ -732,12 +818,15 @@ def generate(
     grant_denied: bool = False,
     headroom: float = DEFAULT_HEADROOM,
     workspace: bool = True,
+    syscalls: str = "denylist",
 ) -> Generated:
     """The smallest policy for these observations (their union), every rule with reasons.
 
     ``workspace`` false grants the working directory's paths one by one like any other
-    (smaller; another input with other names there is then more likely refused)."""
-    b = _Builder(grant_denied, headroom, workspace)
+    (smaller; another input with other names there is then more likely refused).
+    ``syscalls="allowlist"`` writes ``syscalls.mode: allowlist`` with the calls every
+    observation made, each observed runtime's measured baseline and :data:`ALWAYS`."""
+    b = _Builder(grant_denied, headroom, workspace, syscalls)
     for src in sources:
         b.add(src)
     return b.build()

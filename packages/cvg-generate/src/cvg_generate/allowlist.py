@@ -1,0 +1,132 @@
+"""Syscall allow-list baselines: the calls each runtime makes, measured per host.
+
+One observed run under-approximates what a runtime calls: another input takes another
+path, another C library starts up and spawns differently, and a call made in a few runs
+out of many refuses a legitimate program now and then. So an allow list is the union of
+what was observed and, for each runtime the observation ran, what a corpus of real
+programs made with it, over every C library version measured (tools/syscall-baselines
+writes one file per runtime, C library and host into ``data/syscalls``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from cvg_schema import Event, Observation
+
+__all__ = ["ALWAYS", "DATA", "SyscallBaseline", "load_baselines", "runtimes_of", "shipped"]
+
+DATA: Final = Path(__file__).parent / "data" / "syscalls"
+
+ALWAYS: Final = (
+    "exit",
+    "exit_group",
+    "rt_sigreturn",
+    "restart_syscall",
+    "rt_sigaction",
+    "clone",
+    "clone3",
+    "madvise",
+    "getrandom",
+    "rseq",
+    "execve",
+)
+"""In every allow list, seen or not. exit_group never returns, so strace -c leaves it
+out, and a list without it kills every program at its end; rt_sigreturn and
+restart_syscall run on a signal's return, which a short trace may never see. The rest are
+what C libraries differ on at start-up and spawn: glibc 2.39 calls rt_sigaction and
+spawns with clone, 2.43 calls madvise and getrandom and spawns with clone3 (answered ENOSYS
+by cvg, so the clone fallback must be there too); rseq is registered per thread."""
+
+_PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
+_NODE_RE: Final = re.compile(r"^(node|nodejs)$")
+_SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
+
+
+@dataclass(frozen=True)
+class SyscallBaseline:
+    """One measurement: a runtime on one C library, arch and host."""
+
+    file: str
+    runtime: str
+    libc: str
+    libc_version: str
+    arch: str
+    host: str
+    runs: int
+    syscalls: dict[str, int]  # call -> corpus runs that made it
+
+
+class BaselineError(ValueError):
+    """A baseline file that is not what tools/syscall-baselines writes."""
+
+
+def _load(path: Path) -> SyscallBaseline:
+    try:
+        data = json.loads(path.read_text())
+        counts = data["syscalls"]
+        if not isinstance(counts, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in counts.items()
+        ):
+            raise TypeError("syscalls must map names to run counts")
+        return SyscallBaseline(
+            file=path.name,
+            runtime=str(data["runtime"]),
+            libc=str(data["libc"]),
+            libc_version=str(data["libc_version"]),
+            arch=str(data["arch"]),
+            host=str(data.get("host", "")),
+            runs=int(data.get("runs", 0)),
+            syscalls=dict(counts),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BaselineError(f"{path}: not a syscall baseline: {e}") from None
+
+
+def load_baselines(directory: Path = DATA) -> list[SyscallBaseline]:
+    """Every baseline file in ``directory``, in name order."""
+    if not directory.is_dir():
+        return []
+    return [_load(p) for p in sorted(directory.glob("*.json"))]
+
+
+def shipped(runtime: str, baselines: Iterable[SyscallBaseline], arch: str) -> set[str]:
+    """The union a runtime ships with on ``arch``: every file of it, any C library."""
+    out: set[str] = set()
+    for b in baselines:
+        if b.runtime == runtime and b.arch == arch:
+            out.update(b.syscalls)
+    return out
+
+
+def runtimes_of(obs: Observation) -> dict[str, Event]:
+    """The runtimes an observation ran (python3, node, sh, and ``native``: any
+    dynamically linked program, whose C library starts it up), each with the event that
+    showed it: the first execution of it."""
+    out: dict[str, Event] = {}
+    for exe in obs.executables:
+        if exe.event_id is None:
+            continue
+        try:
+            event = obs.event(exe.event_id)
+        except KeyError:
+            continue
+        loader = posixpath.basename(exe.interpreter or "")
+        if loader.startswith("ld-linux"):
+            out.setdefault("native", event)
+        for path in [exe.path, *exe.shebang]:
+            name = posixpath.basename(os.path.realpath(path))
+            if _PYTHON_RE.match(name):
+                out.setdefault("python3", event)
+            elif _NODE_RE.match(name):
+                out.setdefault("node", event)
+            elif name in _SHELLS:
+                out.setdefault("sh", event)
+    return out
