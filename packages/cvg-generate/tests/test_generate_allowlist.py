@@ -239,3 +239,41 @@ def _traced_as(user: Any, place: wl.Place, inp: wl.Input, policy: Path) -> wl.Ou
         timeout=120, user=user.pw_uid, group=user.pw_gid, extra_groups=[],
     )  # fmt: skip
     return wl.Outcome(proc.returncode, proc.stdout, "", proc.stderr)
+
+
+# ------------------------------------------------------------------- tools/syscall-baselines
+
+
+def _tool() -> Any:
+    import importlib.machinery
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[3] / "tools" / "syscall-baselines"
+    loader = importlib.machinery.SourceFileLoader("syscall_baselines", str(path))
+    spec = importlib.util.spec_from_loader("syscall_baselines", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_check_fails_on_a_missing_call_and_notes_an_extra(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tool = _tool()
+    shipped_here = shipped("sh", load_baselines(), ARCH)
+    same = {name: 1 for name in shipped_here}
+    assert tool.check({"sh": same}, strict=True) == 0
+    assert "ok: sh:" in capsys.readouterr().out
+
+    needed = dict(same, pkey_alloc=1)  # a call this host made that no file has
+    assert tool.check({"sh": needed}, strict=False) == 1
+    assert "FAIL: sh: needed here, missing from sh-glibc-2.36" in capsys.readouterr().out
+
+    fewer = dict(same)
+    dropped = sorted(set(fewer) - set(ALWAYS))[0]
+    del fewer[dropped]  # in the union, not needed on this host
+    assert tool.check({"sh": fewer}, strict=False) == 0
+    assert f"note: sh: in the baselines, not needed here: {dropped}" in capsys.readouterr().out
+    assert tool.check({"sh": fewer}, strict=True) == 1
+    assert f"FAIL: sh: in the baselines, not needed here: {dropped}" in capsys.readouterr().out
