@@ -7,13 +7,16 @@ fresh clone with nothing but Python and uv passes.
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "schemas", "readme", "tests", "build", "escape"]
+nox.options.sessions = [
+    "lint", "typecheck", "schemas", "readme", "tests", "build", "escape", "falsedenial",
+]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 
@@ -133,3 +136,59 @@ def escape(session: nox.Session) -> None:
         session.run("python", "escape/run.py", *args)
     finally:
         session.run("pytest", "escape/test_report.py", "-q")
+
+
+# The programs the false-denial workloads run, by the Debian package that ships them.
+WORKLOAD_PROGRAMS = {
+    "git": "git", "tar": "tar", "gzip": "gzip", "sqlite3": "sqlite3", "gcc": "gcc",
+    "make": "make", "curl": "curl", "jq": "jq", "openssl": "openssl", "zip": "zip",
+    "unzip": "unzip", "node": "nodejs", "ssh-keygen": "openssh-client", "strace": "strace",
+}  # fmt: skip
+# The peers bench.py compares cvg with, and GNU time for their peak RSS.
+PEER_PROGRAMS = {"bwrap": "bubblewrap", "firejail": "firejail", "/usr/bin/time": "time"}
+SANDLOCK = "sandlock==0.9.0"
+
+
+def _apt_install(session: nox.Session, programs: dict[str, str]) -> None:
+    """apt-get install the packages of whichever programs are missing (as root)."""
+    missing = sorted({pkg for prog, pkg in programs.items() if not shutil.which(prog)})
+    if not missing:
+        return
+    if not shutil.which("apt-get") or os.geteuid() != 0:
+        session.error(f"missing {', '.join(missing)}: install them (apt-get needs root)")
+    session.run("apt-get", "update", "-qq", external=True)
+    session.run("apt-get", "install", "-y", "-qq", *missing, external=True)
+
+
+@nox.session
+def falsedenial(session: nox.Session) -> None:
+    """The false-denial suite (benchmarks/workloads/): 16 benign real programs under their
+    hand-written policies and under policies generated from another input; fails when a
+    hand-written policy denies anything or the generated ones do worse than the committed
+    results. Installs the workloads' programs when missing. To re-record the results:
+    `uv run python benchmarks/workloads/suite.py` (then render the README)."""
+    _apt_install(session, WORKLOAD_PROGRAMS)
+    _sync(session, "--all-packages")
+    session.run("pytest", "benchmarks/test_workloads.py", "-q", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Opt-in: benchmarks/bench.py, cvg against sandlock (PyPI, in its own venv),
+    bubblewrap and firejail, every configuration interleaved; writes
+    benchmarks/results/<host>.json. Installs the peers (apt, as root) when missing.
+    Arguments after -- go to bench.py (e.g. -- --runs 20). Then
+    `uv run python benchmarks/bench.py --render`."""
+    _apt_install(session, PEER_PROGRAMS)
+    _sync(session, "--all-packages")
+    venv = Path(session.create_tmp()) / "sandlock"
+    if not (venv / "bin" / "python").exists():
+        session.run("uv", "venv", "-q", str(venv), external=True)
+    session.run(
+        "uv", "pip", "install", "-q", "-p", str(venv / "bin" / "python"), SANDLOCK,
+        external=True,
+    )  # fmt: skip
+    session.run(
+        "python", "benchmarks/bench.py", "--sandlock-python", str(venv / "bin" / "python"),
+        *session.posargs,
+    )  # fmt: skip

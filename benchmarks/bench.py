@@ -336,7 +336,8 @@ async def setup(
             raise NotAvailable("bwrap: not installed (the bench nox session apt-installs it)")
         prefix = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         prefix += ["--unshare-all", "--die-with-parent", "--new-session", "--chdir", str(work)]
-        cfg = cmd_config(name, shlex.join([*prefix, "--"]), spawn, [*prefix, "--"])
+        shown = shlex.join([*prefix, "--"]).replace(str(work), "DIR")
+        cfg = cmd_config(name, shown, spawn, [*prefix, "--"])
         cfg.version = tool_version([exe, "--version"])
         return cfg
     if name == "firejail":

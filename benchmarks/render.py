@@ -5,8 +5,11 @@
 Reads ``benchmarks/results/<host>.json`` (every host there, or only those named with
 ``--host``) and rewrites the part of ``README.md`` between ``<!-- costs:begin -->`` and
 ``<!-- costs:end -->``: per host, p50 and p95 of each workload in each configuration
-(key ``"run"``, from bench_run.py), the ratios and whether each target was met, and the
-probe timings (key ``"probe"``, from bench_probe.py) when present. The output depends
+(key ``"run"``, from bench_run.py), the ratios and whether each target was met, the
+probe timings (key ``"probe"``, from bench_probe.py), and cvg against its peers (key
+``"bench"``, from bench.py) when present; and the part between
+``<!-- falsedenial:begin -->`` and ``<!-- falsedenial:end -->`` from the false-denial
+suite's keys (``"falsedenial"``, ``"falsedenial-<mode>"``). The output depends
 only on those files, with fixed float formatting, so it is the same on every machine.
 
 With ``--check`` nothing is written: exit 1, showing the difference, if README.md is not
@@ -27,9 +30,19 @@ README = HERE.parent / "README.md"
 RESULTS = HERE / "results"
 BEGIN = "<!-- costs:begin -->"
 END = "<!-- costs:end -->"
+FD_BEGIN = "<!-- falsedenial:begin -->"
+FD_END = "<!-- falsedenial:end -->"
+FD_NOTE = (
+    "Benign real programs (benchmarks/workloads/), each with a hand-written "
+    "least-privilege policy and two inputs A and B that differ as real use does. A run is "
+    "a false denial when its exit status or output differs from the same input run bare. "
+    '"generated" is `cvg-observe` on A, then `cvg-generate | cvg-validate`, run in a fresh '
+    "copy of the workload."
+)
 CONFIGS = ("bare", "warm", "cold")
 NOTE = (
-    "Measured by `benchmarks/bench_run.py` (and `benchmarks/bench_probe.py`) on a "
+    "Measured by `benchmarks/bench_run.py`, `benchmarks/bench_probe.py` and "
+    "`benchmarks/bench.py` (cvg against sandlock, bubblewrap and firejail) on a "
     "shared, noisy machine: the ratios, taken within interleaved rounds, mean more "
     "than the absolute times. How to run them: [benchmarks/README.md](benchmarks/README.md)."
 )
@@ -63,7 +76,7 @@ def load_hosts(results: Path, hosts: list[str] | None) -> list[tuple[str, dict[s
             raise RenderError(f"{path}: not JSON ({e})")
         if not isinstance(data, dict):
             raise RenderError(f"{path}: not a JSON object")
-        if "run" in data or "probe" in data:
+        if any(k in data for k in ("run", "probe", "bench", "falsedenial")):
             loaded.append((path.stem, data))
     return loaded
 
@@ -146,6 +159,159 @@ def render_probe(probe: dict[str, Any]) -> list[str]:
     ]
 
 
+def render_bench(bench: dict[str, Any]) -> list[str]:
+    load = bench["loadavg_start"][0], bench["loadavg_end"][0]
+    workloads = bench["workload_order"]
+    lines = [
+        f"Linux {bench['kernel']} ({bench['arch']}), {bench['cpu']} x{bench['cpus']}, as "
+        f"{'root' if bench['euid'] == 0 else 'uid ' + str(bench['euid'])}; measured "
+        f"{when(bench['measured_at'])}, {bench['runs']} interleaved rounds, 1-minute load "
+        f"average {load[0]:.2f} at start, {load[1]:.2f} at end. Each cell: p50 / p95, and "
+        "in brackets the median per-round ratio to bare.",
+        "",
+        "| configuration | " + " | ".join(f"`{w}`" for w in workloads) + " | peak RSS |",
+        "|---|" + "---:|" * len(workloads) + "---:|",
+    ]
+    helper = bench.get("helper_peak_rss_mb", {})
+    for name in bench["config_order"]:
+        cells = []
+        peak = 0.0
+        for w in workloads:
+            s = bench["results"][w][name]
+            cells.append(
+                f"{s['p50_ms']:.1f} / {s['p95_ms']:.1f} ms (x{s['ratio_to_bare_median']:.2f})"
+            )
+            peak = max(peak, s.get("peak_rss_mb", 0.0))
+        if name in helper:
+            rss = f"{helper[name]:.1f} MiB (helper)"
+        else:
+            rss = f"{peak:.1f} MiB" if peak else "?"
+        version = bench["versions"].get(name, "")
+        label = f"{name} ({version})" if version and not name.startswith("cvg") else name
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {rss} |")
+    lines += ["", "What each configuration runs:", ""]
+    for name in bench["config_order"]:
+        lines.append(f"- {name}: `{bench['configs'][name]}`")
+    for name, why in sorted(bench["unavailable"].items()):
+        lines.append(f"- {name}: **n/a** here: {why}")
+    lines += [
+        "",
+        "Peak RSS is that of the largest process of one run (GNU time's %M, so for cvg-run "
+        "it is the supervisor's own Python when the tool is smaller, and for bwrap only "
+        "what its own process reaped), or, for a warm configuration, the resident peak of "
+        "its long-lived helper or server (the tool's own is as bare).",
+    ]
+    extra = []
+    gen = bench.get("generate")
+    if gen:
+        if "error" in gen:
+            extra.append(f"| cvg-generate, {gen['events']:,} events | failed: {gen['error']} |")
+        else:
+            extra.append(
+                f"| cvg-generate on a synthetic {gen['events']:,}-event observation "
+                f"({gen['observation_mb']:.0f} MB) | {gen['seconds']:.1f} s, peak RSS "
+                f"{gen['peak_rss_mb']:.0f} MiB |"
+            )
+    probe = bench.get("probe")
+    if probe and "error" not in probe:
+        extra.append(
+            f"| `cvg-probe --no-cache`, {probe['runs']} runs | p50 {ms(probe['p50_ms'])}, "
+            f"p95 {ms(probe['p95_ms'])} |"
+        )
+    comp = bench.get("compile")
+    if comp and "error" not in comp:
+        inproc, sub = comp["in_process"], comp["cvg_validate_compile_subprocess"]
+        extra += [
+            f"| compiling {comp['policy']} in process, {inproc['runs']} runs | "
+            f"p50 {ms(inproc['p50_ms'])}, p95 {ms(inproc['p95_ms'])} |",
+            f"| `cvg-validate --compile` (a subprocess, facts given), {sub['runs']} runs | "
+            f"p50 {ms(sub['p50_ms'])}, p95 {ms(sub['p95_ms'])} |",
+        ]
+    if extra:
+        lines += ["", "| also measured | |", "|---|---:|", *extra]
+    return lines
+
+
+LABELS = {
+    "hand-B": ("hand-written", "B", "0"),
+    "gen-A": ("generated from A", "A", "0"),
+    "gen-B": ("generated from A", "B", "<= 10%"),
+}
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def render_falsedenial(stem: str, fd: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Linux {fd['kernel']} ({fd['arch']}), as "
+        f"{'root' if fd['euid'] == 0 else 'uid ' + str(fd['euid'])}, syscalls mode: "
+        f"{fd['syscalls_mode']}; measured {when(fd['measured_at'])} by "
+        "`benchmarks/workloads/suite.py`.",
+        "",
+        "| policy | input | false denials | rate | Wilson 95% | target | met |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
+    for label, (policy, on, target) in LABELS.items():
+        r = fd["rates"][label]
+        met = "**yes**" if fd["targets"][label]["met"] else "**no**"
+        low, high = r["wilson95"]
+        lines.append(
+            f"| {policy} | {on} | {r['false_denials']}/{r['runs']} | {pct(r['rate'])} | "
+            f"{pct(low)} to {pct(high)} | {target} | {met} |"
+        )
+    lines += [
+        "",
+        f"Overgrants in the generated policies (write on a whole system tree or `$HOME`, "
+        f"TCP ports the hand-written policy does not need): {fd['overgrants']}.",
+    ]
+    for name, why in sorted(fd.get("invalid_workloads", {}).items()):
+        lines.append(f"Not counted: {name}: {why}.")
+    lines += [
+        "",
+        "| workload | hand A | hand B | generated A | generated B | why a run differed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in fd["workloads"]:
+        entry = fd["per_workload"][name]
+        verdicts = entry.get("verdicts", {})
+        cells = []
+        why = []
+        for label in ("hand-A", "hand-B", "gen-A", "gen-B"):
+            v = verdicts.get(label, {"denied": True})
+            cells.append("**denied**" if v["denied"] else "ok")
+            if v["denied"]:
+                reason = v.get("cause") or v.get("why") or "?"
+                why.append(f"{label}: {reason}".replace("|", "\\|"))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {'; '.join(why)} |")
+    return lines
+
+
+def render_falsedenials(hosts: list[tuple[str, dict[str, Any]]]) -> str:
+    """The text between the false-denial markers (without them), ending in a newline."""
+    lines = [
+        "<!-- generated by `uv run python benchmarks/render.py` from benchmarks/results/; "
+        "do not edit by hand -->",
+        "",
+        FD_NOTE,
+    ]
+    found = False
+    for stem, data in hosts:
+        for key in sorted(k for k in data if k.startswith("falsedenial")):
+            found = True
+            try:
+                title = f"### {stem}: false denials" + (
+                    f" ({key.split('-', 1)[1]} mode)" if "-" in key else ""
+                )
+                lines += ["", title, "", *render_falsedenial(stem, data[key])]
+            except (KeyError, TypeError, IndexError) as e:
+                raise RenderError(f"results {key!r} for {stem!r} lack a field ({e!r})")
+    if not found:
+        lines += ["", "No results yet."]
+    return "\n".join(lines) + "\n\n"
+
+
 def render(hosts: list[tuple[str, dict[str, Any]]]) -> str:
     """The text between the markers (without them), ending in a newline."""
     lines = [
@@ -162,19 +328,22 @@ def render(hosts: list[tuple[str, dict[str, Any]]]) -> str:
                 lines += ["", f"### {stem}: running a command", "", *render_run(data["run"])]
             if "probe" in data:
                 lines += ["", f"### {stem}: probing the kernel", "", *render_probe(data["probe"])]
+            if "bench" in data:
+                lines += ["", f"### {stem}: cvg and its peers", "", *render_bench(data["bench"])]
         except (KeyError, TypeError, IndexError) as e:
             raise RenderError(f"results for {stem!r} lack an expected field ({e!r})")
     # The blank line ends the last table before the closing marker.
     return "\n".join(lines) + "\n\n"
 
 
-def splice(readme: str, body: str) -> str:
+def splice(readme: str, body: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
     """``readme`` with everything between the marker lines replaced by ``body``."""
-    begin = readme.find(BEGIN + "\n")
-    end = readme.find("\n" + END)
-    if begin < 0 or end < 0 or end < begin or readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        raise RenderError(f"README.md needs one {BEGIN} line and one {END} line after it")
-    return readme[: begin + len(BEGIN) + 1] + body + readme[end + 1 :]
+    first, last = markers
+    begin = readme.find(first + "\n")
+    end = readme.find("\n" + last)
+    if begin < 0 or end < 0 or end < begin or readme.count(first) != 1 or readme.count(last) != 1:
+        raise RenderError(f"README.md needs one {first} line and one {last} line after it")
+    return readme[: begin + len(first) + 1] + body + readme[end + 1 :]
 
 
 def expected(
@@ -182,7 +351,9 @@ def expected(
 ) -> tuple[str, str]:
     """(README.md as it is, README.md as it would be rendered)."""
     current = readme.read_text()
-    return current, splice(current, render(load_hosts(results, hosts)))
+    loaded = load_hosts(results, hosts)
+    wanted = splice(current, render(loaded))
+    return current, splice(wanted, render_falsedenials(loaded), (FD_BEGIN, FD_END))
 
 
 def check(

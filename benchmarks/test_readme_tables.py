@@ -62,6 +62,35 @@ def test_check_notices_drift(tmp_path: Path) -> None:
     assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 0
 
 
+@pytest.mark.parametrize("key", ["run", "probe", "bench", "falsedenial"])
+def test_each_rendered_key_is_checked(tmp_path: Path, key: str) -> None:
+    """A change under any rendered key (bench.py's peers, the false-denial suite, ...)
+    makes the check fail until the README is rendered again."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for path in sorted(render.RESULTS.glob("*.json")):
+        (results / path.name).write_text(path.read_text())
+    readme = tmp_path / "README.md"
+    readme.write_text(render.README.read_text())
+    with_key = [(stem, data) for stem, data in render.load_hosts(results, None) if key in data]
+    if not with_key:
+        pytest.skip(f"no results file has {key!r}")
+    stem, data = with_key[0]
+    data[key]["measured_at"] = "1999-01-01T00:00:00+00:00"
+    (results / f"{stem}.json").write_text(json.dumps(data))
+    assert render.check(readme, results) != []
+    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert render.check(readme, results) == []
+    assert "1999-01-01 00:00:00 UTC" in readme.read_text()
+
+
+def test_falsedenial_markers_are_required(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# cvg\n\n<!-- costs:begin -->\n<!-- costs:end -->\n")
+    with pytest.raises(render.RenderError, match="falsedenial"):
+        render.check(readme, render.RESULTS)
+
+
 def test_markers_are_required(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# cvg\n\nno markers here\n")

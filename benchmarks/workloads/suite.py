@@ -35,6 +35,7 @@ Results go under the key ``"falsedenial"`` (or ``"falsedenial-<mode>"``) of
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -59,6 +60,7 @@ sys.path.insert(0, str(HERE.parent))
 import results_file  # noqa: E402
 
 TIMEOUT = 300
+LABELS = ("hand-A", "hand-B", "gen-A", "gen-B")
 # Write on any of these as a whole is an overgrant: the tool could rewrite the system,
 # plant files for other programs, or touch every user file.
 BROAD_WRITE = {
@@ -196,6 +198,18 @@ class Suite:
         return policy, "", observed
 
 
+def cause(o: Outcome, ref: Outcome) -> str:
+    """One line on why a run differs from bare: the first refusal it printed, else the
+    first line of output that differs."""
+    for line in o.stderr.splitlines():
+        if "denied" in line.lower() or "not permitted" in line.lower():
+            return line.strip()[:160]
+    for want, got in itertools.zip_longest(ref.stdout.splitlines(), o.stdout.splitlines()):
+        if want != got:
+            return f"printed {got!r} where bare printed {want!r}"[:160]
+    return f"exit {o.status} where bare exited {ref.status}"
+
+
 def overgrants(generated: dict[str, Any], hand: dict[str, Any]) -> list[str]:
     found = []
     fs = generated.get("filesystem") or {}
@@ -255,6 +269,100 @@ def workloads(only: list[str] | None) -> list[Path]:
     return found
 
 
+def judge(suite: Suite, wl: Path) -> dict[str, Any]:
+    """Every run of one workload, and which of them were false denials."""
+    hand_policy = wl / "policy.yaml"
+    hand = yaml.safe_load(hand_policy.read_text())
+    bare = {i: suite.run(wl, f"bare-{i}", [], i) for i in ("A", "B")}
+    entry: dict[str, Any] = {"bare": {i: o.brief() for i, o in bare.items()}}
+    for i, o in bare.items():
+        if o.status != 0:
+            entry["error"] = f"bare run on {i} exited {o.status}: {o.stderr.strip()[-300:]}"
+    runs: dict[str, Outcome] = {}
+    wrap_hand = [suite.cvg_run, "-p", str(hand_policy), "--"]
+    runs["hand-A"] = suite.run(wl, "hand-A", wrap_hand, "A")
+    runs["hand-B"] = suite.run(wl, "hand-B", wrap_hand, "B")
+    gen_policy, gen_error, observed = suite.learn(wl, suite.root)
+    entry["observe"] = observed.brief()
+    if gen_policy is None:
+        entry["generate_error"] = gen_error
+    else:
+        generated = yaml.safe_load(gen_policy.read_text())
+        entry["overgrants"] = overgrants(generated, hand)
+        entry["generated_rules"] = {
+            k: len(v) for k, v in (generated.get("filesystem") or {}).items()
+        }
+        wrap_gen = [suite.cvg_run, "-p", str(gen_policy), "--"]
+        runs["gen-A"] = suite.run(wl, "gen-A", wrap_gen, "A")
+        runs["gen-B"] = suite.run(wl, "gen-B", wrap_gen, "B")
+    verdicts: dict[str, Any] = {}
+    for label in LABELS:
+        ref = bare[label[-1]]
+        if label not in runs:
+            verdicts[label] = {"denied": True, "why": "no generated policy"}
+            continue
+        o = runs[label]
+        same = o.status == ref.status and o.stdout == ref.stdout
+        verdicts[label] = {"denied": not same, **o.brief()}
+        if not same:
+            verdicts[label]["cause"] = cause(o, ref)
+            verdicts[label]["stdout_diff"] = {
+                "bare": ref.stdout[-300:],
+                "confined": o.stdout[-300:],
+            }
+        mark = "ok" if same else "FALSE DENIAL"
+        print(f"suite:   {label}: {mark} (exit {o.status})", file=sys.stderr)
+    entry["verdicts"] = verdicts
+    return entry
+
+
+def run_suite(chosen: list[Path], syscalls: str | None, root: Path) -> dict[str, Any]:
+    """Run the chosen workloads with every run's files under ``root``; the results entry."""
+    started = datetime.now(UTC)
+    t_start = time.monotonic()
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    base_env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "XDG_STATE_HOME": str(root / "state"),
+    }
+    suite = Suite(root, syscalls, base_env)
+    per: dict[str, Any] = {}
+    for wl in chosen:
+        print(f"suite: {wl.name}", file=sys.stderr)
+        per[wl.name] = judge(suite, wl)
+
+    valid = [n for n, e in per.items() if "error" not in e]
+    rates = {
+        label: rate(sum(per[n]["verdicts"][label]["denied"] for n in valid), len(valid))
+        for label in LABELS
+    }
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "euid": os.geteuid(),
+        "measured_at": started.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - t_start, 1),
+        "syscalls_mode": syscalls or "default (deny list)",
+        "cvg_versions": versions(),
+        "programs": program_versions(),
+        "workloads": sorted(per),
+        "invalid_workloads": {n: per[n]["error"] for n in per if n not in valid},
+        "rates": rates,
+        "overgrants": sum(len(per[n].get("overgrants", [])) for n in valid),
+        "targets": {
+            "hand-B": {"limit": 0.0, "met": rates["hand-B"]["false_denials"] == 0},
+            "gen-A": {"limit": 0.0, "met": rates["gen-A"]["false_denials"] == 0},
+            "gen-B": {"limit": 0.10, "met": (rates["gen-B"]["rate"] or 0) <= 0.10},
+        },
+        "per_workload": per,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", help="only this workload (repeatable)")
@@ -267,119 +375,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="print only; write no results")
     parser.add_argument("--keep", type=Path, help="keep every run's directory and policy here")
     args = parser.parse_args(argv)
-    if os.geteuid() != 0:
-        print("suite: note: not root; results are recorded with euid", file=sys.stderr)
-    started = datetime.now(UTC)
-    t_start = time.monotonic()
     key = "falsedenial" + (f"-{args.syscalls}" if args.syscalls else "")
     chosen = workloads(args.only)
-
     with tempfile.TemporaryDirectory(prefix="cvg-falsedenial-") as tmp_name:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="run-", dir=args.keep)) if args.keep else Path(tmp_name)
-        home = root / "home"
-        home.mkdir(exist_ok=True)
-        base_env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "XDG_CACHE_HOME": str(root / "cache"),
-            "XDG_STATE_HOME": str(root / "state"),
-        }
-        suite = Suite(root, args.syscalls, base_env)
-        per: dict[str, Any] = {}
-        for wl in chosen:
-            print(f"suite: {wl.name}", file=sys.stderr)
-            hand_policy = wl / "policy.yaml"
-            hand = yaml.safe_load(hand_policy.read_text())
-            bare = {i: suite.run(wl, f"bare-{i}", [], i) for i in ("A", "B")}
-            entry: dict[str, Any] = {"bare": {i: o.brief() for i, o in bare.items()}}
-            for i, o in bare.items():
-                if o.status != 0:
-                    entry["error"] = f"bare run on {i} exited {o.status}: {o.stderr.strip()[-300:]}"
-            runs: dict[str, Outcome] = {}
-            wrap_hand = [suite.cvg_run, "-p", str(hand_policy), "--"]
-            runs["hand-A"] = suite.run(wl, "hand-A", wrap_hand, "A")
-            runs["hand-B"] = suite.run(wl, "hand-B", wrap_hand, "B")
-            gen_policy, gen_error, observed = suite.learn(wl, root)
-            entry["observe"] = observed.brief()
-            if gen_policy is None:
-                entry["generate_error"] = gen_error
-            else:
-                generated = yaml.safe_load(gen_policy.read_text())
-                entry["overgrants"] = overgrants(generated, hand)
-                entry["generated_rules"] = {
-                    k: len(v) for k, v in (generated.get("filesystem") or {}).items()
-                }
-                wrap_gen = [suite.cvg_run, "-p", str(gen_policy), "--"]
-                runs["gen-A"] = suite.run(wl, "gen-A", wrap_gen, "A")
-                runs["gen-B"] = suite.run(wl, "gen-B", wrap_gen, "B")
-            verdicts = {}
-            for label in ("hand-A", "hand-B", "gen-A", "gen-B"):
-                ref = bare[label[-1]]
-                if label not in runs:
-                    verdicts[label] = {"denied": True, "why": "no generated policy"}
-                    continue
-                o = runs[label]
-                same = o.status == ref.status and o.stdout == ref.stdout
-                verdicts[label] = {"denied": not same, **o.brief()}
-                if not same:
-                    verdicts[label]["stdout_diff"] = {
-                        "bare": ref.stdout[-300:],
-                        "confined": o.stdout[-300:],
-                    }
-                mark = "ok" if same else "FALSE DENIAL"
-                print(f"suite:   {label}: {mark} (exit {o.status})", file=sys.stderr)
-            entry["verdicts"] = verdicts
-            per[wl.name] = entry
-
-    valid = [n for n, e in per.items() if "error" not in e]
-    rates = {
-        label: rate(sum(per[n]["verdicts"][label]["denied"] for n in valid), len(valid))
-        for label in ("hand-A", "hand-B", "gen-A", "gen-B")
-    }
-    overgrant_total = sum(len(per[n].get("overgrants", [])) for n in valid)
-    entry_out: dict[str, Any] = {
-        "host": socket.gethostname(),
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "euid": os.geteuid(),
-        "measured_at": started.isoformat(timespec="seconds"),
-        "duration_s": round(time.monotonic() - t_start, 1),
-        "syscalls_mode": args.syscalls or "default (deny list)",
-        "cvg_versions": versions(),
-        "programs": program_versions(),
-        "workloads": sorted(per),
-        "invalid_workloads": {n: per[n]["error"] for n in per if n not in valid},
-        "rates": rates,
-        "overgrants": overgrant_total,
-        "targets": {
-            "hand-B": {"limit": 0.0, "met": rates["hand-B"]["false_denials"] == 0},
-            "gen-A": {"limit": 0.0, "met": rates["gen-A"]["false_denials"] == 0},
-            "gen-B": {
-                "limit": 0.10,
-                "met": (rates["gen-B"]["rate"] or 0) <= 0.10,
-            },
-        },
-        "per_workload": per,
-    }
-    for label, r in rates.items():
+            root = Path(tempfile.mkdtemp(prefix="run-", dir=args.keep))
+        else:
+            root = Path(tmp_name)
+        entry = run_suite(chosen, args.syscalls, root)
+        if args.keep:
+            (root / "results.json").write_text(json.dumps(entry, indent=2) + "\n")
+            print(f"suite: runs kept in {root}", file=sys.stderr)
+    for label, r in entry["rates"].items():
         print(
             f"{label}: {r['false_denials']}/{r['runs']} false denials "
             f"(Wilson 95% {r['wilson95'][0]:.2f}-{r['wilson95'][1]:.2f})"
         )
-    print(f"overgrants in generated policies: {overgrant_total}")
-    for name, why in entry_out["invalid_workloads"].items():
+    print(f"overgrants in generated policies: {entry['overgrants']}")
+    for name, why in entry["invalid_workloads"].items():
         print(f"not counted: {name}: {why}")
-    if args.keep:
-        (root / "results.json").write_text(json.dumps(entry_out, indent=2) + "\n")
-    if not args.no_record and not args.only:
-        path = args.output or results_file.default_path()
-        results_file.record(path, key, entry_out, who="suite")
-        print(f"written to {path} under {key!r}")
-    elif not args.no_record:
+    if args.no_record:
+        return 0
+    if args.only:
         print("suite: --only given: a partial run is not recorded", file=sys.stderr)
+        return 0
+    path = args.output or results_file.default_path()
+    results_file.record(path, key, entry, who="suite")
+    print(f"written to {path} under {key!r}")
     return 0
 
 
