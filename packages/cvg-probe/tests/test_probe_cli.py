@@ -178,7 +178,9 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "Usage: cvg-probe" in captured.err
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err  # one line, naming the problem and the way to help
+    assert lines[0].startswith("cvg-probe: ") and "see 'cvg-probe --help'" in lines[0]
 
 
 def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:

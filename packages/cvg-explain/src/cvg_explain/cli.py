@@ -10,6 +10,8 @@ from typing import Final
 
 import click
 
+from cvg_schema.console import Exit as _Exit
+from cvg_schema.console import console, invoke
 from cvg_schema.errors import SchemaError
 from cvg_schema.io import dumps, loads_as, write_atomic
 from cvg_schema.run import RunRecord
@@ -61,12 +63,6 @@ Exit status:
      --accept-risk; a policy file that cannot be written
   2  usage error: a bad option, no record named
 """
-
-
-class _Exit(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _err(line: str) -> None:
@@ -248,38 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Never raises: usage errors are status 2, bad input status 1, each one line on stderr.
     """
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False)
-    except _Exit as e:
-        return e.status
-    except click.UsageError as e:
-        _err(f"{PROG}: {e.format_message()} (see '{PROG} --help')")
-        return EXIT_USAGE
-    except click.ClickException as e:
-        _err(f"{PROG}: {e.format_message()}")
-        return EXIT_INPUT
-    except click.Abort:
-        _err(f"{PROG}: aborted")
-        return EXIT_INPUT
-    except BrokenPipeError:
-        raise
-    except KeyboardInterrupt:
-        _err(f"{PROG}: interrupted")
-        return 130
-    except Exception as e:
-        _err(f"{PROG}: internal error: {type(e).__name__}: {e}")
-        return EXIT_INPUT
-    return rv if isinstance(rv, int) else EXIT_OK
+    return invoke(cli, argv, prog=PROG, failure=EXIT_INPUT)
 
 
 def run() -> None:
-    """The console script: ``sys.exit(main())``."""
-    try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
-    sys.exit(status)
+    """The console script."""
+    console(main)

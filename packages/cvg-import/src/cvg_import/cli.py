@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import click
 
 from cvg_schema import Observation, SchemaError, digest_bytes, dumps, loads_as, write_atomic
+from cvg_schema.console import console, invoke
 
 from . import __version__
 from .errors import ImportRefused, one_line
@@ -173,32 +174,9 @@ def _read(path: str, limit: int | None = None) -> bytes:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        cli.main(args=args, prog_name="cvg-import", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return int(e.exit_code)
-    except click.UsageError as e:
-        e.show()
-        return EXIT_USAGE
-    except click.ClickException as e:
-        e.show()
-        return EXIT_REFUSED
-    except click.Abort:
-        click.echo("cvg-import: aborted", err=True)
-        return EXIT_REFUSED
-    except Refused as e:
-        click.echo(f"cvg-import: {one_line(str(e))}", err=True)
-        return EXIT_REFUSED
-    except OSError as e:
-        click.echo(f"cvg-import: {e.filename or ''}: {e.strerror or e}", err=True)
-        return EXIT_REFUSED
-    except Exception as e:  # our own bug: still one line, no traceback
-        click.echo(f"cvg-import: internal error: {type(e).__name__}: {one_line(str(e))}", err=True)
-        return EXIT_REFUSED
-    return 0
+    return invoke(cli, argv, prog="cvg-import", failure=EXIT_REFUSED, known=(Refused,))
 
 
 def run() -> None:
     """The console-script entry point."""
-    sys.exit(main())
+    console(main)

@@ -12,6 +12,7 @@ from typing import BinaryIO
 import click
 
 from cvg_policy.secrets import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
+from cvg_schema.console import console, invoke
 
 from ._version import __version__
 from .observe import EXIT_NOT_OBSERVED, NotStarted, ObserveError, observe
@@ -216,32 +217,9 @@ def _umask() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        result = cli.main(args=args, prog_name="cvg-observe", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return int(e.exit_code)
-    except click.UsageError as e:
-        e.show()
-        return EXIT_USAGE
-    except click.ClickException as e:
-        e.show()
-        return EXIT_NOT_OBSERVED
-    except click.Abort:
-        click.echo("cvg-observe: aborted", err=True)
-        return EXIT_NOT_OBSERVED
-    except ObserveError as e:
-        click.echo(f"cvg-observe: {e}", err=True)
-        return EXIT_NOT_OBSERVED
-    except OSError as e:
-        click.echo(f"cvg-observe: {e.filename or ''}: {e.strerror or e}", err=True)
-        return EXIT_NOT_OBSERVED
-    except Exception as e:  # our own bug: still one line, no traceback
-        click.echo(f"cvg-observe: internal error: {type(e).__name__}: {e}", err=True)
-        return EXIT_NOT_OBSERVED
-    return result if isinstance(result, int) else 0
+    return invoke(cli, argv, prog="cvg-observe", failure=EXIT_NOT_OBSERVED, known=(ObserveError,))
 
 
 def run() -> None:
     """The console-script entry point."""
-    sys.exit(main())
+    console(main)

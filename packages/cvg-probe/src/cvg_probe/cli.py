@@ -9,6 +9,7 @@ import click
 from tabulate import tabulate
 
 from cvg_schema import Facts, dumps
+from cvg_schema.console import console, invoke
 
 from . import probe
 from ._version import __version__
@@ -103,29 +104,9 @@ def cli(fmt: str | None, pretty: bool, fresh: bool, no_cache: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        result = cli.main(args=args, prog_name="cvg-probe", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return int(e.exit_code)
-    except click.UsageError as e:
-        e.show()
-        return EXIT_USAGE
-    except click.ClickException as e:
-        e.show()
-        return EXIT_FAILED
-    except click.Abort:
-        click.echo("cvg-probe: aborted", err=True)
-        return EXIT_FAILED
-    except ProbeError as e:
-        click.echo(f"cvg-probe: {e}", err=True)
-        return EXIT_FAILED
-    except Exception as e:  # the probe's own bug: still one line, no traceback
-        click.echo(f"cvg-probe: internal error: {type(e).__name__}: {e}", err=True)
-        return EXIT_FAILED
-    return result if isinstance(result, int) else EXIT_OK
+    return invoke(cli, argv, prog="cvg-probe", failure=EXIT_FAILED, known=(ProbeError,))
 
 
 def run() -> None:
     """The console-script entry point."""
-    sys.exit(main())
+    console(main)

@@ -6,7 +6,6 @@ directly; ``run()`` is the console script.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import click
 
 from . import __version__
 from .base import CURRENT_MINOR, SCHEMA_VERSION, SUPPORTED_MAJOR, parse_version
+from .console import console
 from .errors import SchemaError
 from .io import KINDS, loads, model_for, read_bytes, schema_bytes, write_atomic
 
@@ -233,13 +233,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console script: ``sys.exit(main())``."""
-    try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (e.g. `cvg-schema show plan | head`): not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
-    sys.exit(status)
+    """The console script."""
+    console(main)
