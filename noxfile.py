@@ -181,7 +181,7 @@ def bench(session: nox.Session) -> None:
     `uv run python benchmarks/bench.py --render`."""
     _apt_install(session, PEER_PROGRAMS)
     _sync(session, "--all-packages")
-    venv = Path(session.create_tmp()) / "sandlock"
+    venv = Path(session.create_tmp()).resolve() / "sandlock"
     if not (venv / "bin" / "python").exists():
         session.run("uv", "venv", "-q", str(venv), external=True)
     session.run(

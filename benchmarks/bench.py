@@ -391,6 +391,8 @@ def setup_sandlock(
         raise NotAvailable("sandlock: no venv given (--sandlock-python; nox -s bench makes one)")
     if not os.access(python, os.X_OK):
         raise NotAvailable(f"sandlock: {python}: no such interpreter")
+    # Absolute: the helper starts in the work directory.
+    python = os.path.abspath(python)
     probe = subprocess.run(
         [
             python,
