@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 import workloads as wl
 
-from cvg_generate.allowlist import ALWAYS, DATA, load_baselines, runtimes_of, shipped
+from cvg_generate.allowlist import (
+    ALWAYS,
+    DATA,
+    FAMILIES,
+    family,
+    load_baselines,
+    runtimes_of,
+    shipped,
+)
 from cvg_generate.cli import main
 from cvg_generate.generate import Source, generate
 from cvg_kernel._libc import machine
@@ -68,7 +76,10 @@ def test_allowlist_is_observed_plus_baselines_plus_always() -> None:
         | shipped("python3", files, ARCH)
         | shipped("native", files, ARCH)
     )
+    expected |= {other for call in expected for other in family(call)}
     assert set(allow) == {n for n in expected if n not in DEFAULT_DENY and n in table(ARCH)}
+    # One operation under all its names: a newer C library's choice is not a denial.
+    assert {"open", "openat", "openat2", "creat", "fchmod", "fchmodat"} <= set(allow)
     # ptrace was seen, but the deny list keeps it out unless --grant-denied granted it.
     assert "ptrace" not in allow
     assert any("not allowed: ptrace: on the default deny list" in n for n in result.notes)
@@ -105,6 +116,15 @@ def test_unknown_names_are_left_out_with_a_note() -> None:
     result = generate([Source(_obs({"frobnicate": 2}), None)], syscalls="allowlist")
     assert "frobnicate" not in result.policy.syscalls.allow
     assert any("not allowed: frobnicate: no such system call" in n for n in result.notes)
+
+
+def test_families_hold_real_names_and_no_deny_list_call() -> None:
+    names = [n for f in FAMILIES for n in f]
+    assert len(names) == len(set(names))  # a call is in one family at most
+    assert not set(names) & set(DEFAULT_DENY)
+    assert all(n in table("x86_64") or n in table("aarch64") for n in names)
+    assert family("fchmod") == ("chmod", "fchmod", "fchmodat", "fchmodat2")
+    assert family("read") == ("read",)
 
 
 def test_runtimes_are_found_by_executable() -> None:

@@ -21,7 +21,16 @@ from typing import Final
 
 from cvg_schema import Event, Observation
 
-__all__ = ["ALWAYS", "DATA", "SyscallBaseline", "load_baselines", "runtimes_of", "shipped"]
+__all__ = [
+    "ALWAYS",
+    "DATA",
+    "FAMILIES",
+    "SyscallBaseline",
+    "family",
+    "load_baselines",
+    "runtimes_of",
+    "shipped",
+]
 
 DATA: Final = Path(__file__).parent / "data" / "syscalls"
 
@@ -44,6 +53,52 @@ restart_syscall run on a signal's return, which a short trace may never see. The
 what C libraries differ on at start-up and spawn: glibc 2.39 calls rt_sigaction and
 spawns with clone, 2.43 calls madvise and getrandom and spawns with clone3 (answered ENOSYS
 by cvg, so the clone fallback must be there too); rseq is registered per thread."""
+
+FAMILIES: Final = (
+    ("open", "openat", "openat2", "creat"),
+    ("stat", "lstat", "fstat", "newfstatat", "statx"),
+    ("access", "faccessat", "faccessat2"),
+    ("chmod", "fchmod", "fchmodat", "fchmodat2"),
+    ("chown", "fchown", "lchown", "fchownat"),
+    ("link", "linkat"),
+    ("unlink", "unlinkat", "rmdir"),
+    ("rename", "renameat", "renameat2"),
+    ("mkdir", "mkdirat"),
+    ("mknod", "mknodat"),
+    ("symlink", "symlinkat"),
+    ("readlink", "readlinkat"),
+    ("truncate", "ftruncate"),
+    ("utime", "utimes", "futimesat", "utimensat"),
+    ("getdents", "getdents64"),
+    ("dup", "dup2", "dup3"),
+    ("pipe", "pipe2"),
+    ("fsync", "fdatasync"),
+    ("poll", "ppoll", "select", "pselect6"),
+    ("epoll_create", "epoll_create1"),
+    ("epoll_wait", "epoll_pwait", "epoll_pwait2"),
+    ("wait4", "waitid"),
+    ("fork", "vfork", "clone", "clone3"),
+    ("eventfd", "eventfd2"),
+    ("signalfd", "signalfd4"),
+    ("inotify_init", "inotify_init1"),
+    ("accept", "accept4"),
+    ("getrlimit", "prlimit64", "setrlimit"),
+    ("sendfile", "copy_file_range"),
+)
+"""Calls that are one operation under several names: the same kernel code and the same
+checks (Landlock sees a path whichever way it is named), and which one a program makes
+depends on its C library version and code path, not on what it does (glibc moved from
+open to openat, from stat to newfstatat and statx, from fork to clone and clone3). An
+allow list holding one member holds them all: a legitimate program is refused on another
+host or input for having picked another name, otherwise."""
+
+_FAMILY_OF: Final = {name: family for family in FAMILIES for name in family}
+
+
+def family(call: str) -> tuple[str, ...]:
+    """The calls that are ``call``'s operation under another name (itself included)."""
+    return _FAMILY_OF.get(call, (call,))
+
 
 _PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
 _NODE_RE: Final = re.compile(r"^(node|nodejs)$")

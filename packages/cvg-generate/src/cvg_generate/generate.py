@@ -39,7 +39,7 @@ from cvg_policy.secrets import secret_paths, secret_reason
 from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
-from .allowlist import ALWAYS, load_baselines, runtimes_of, shipped
+from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
 from .baselines import baselines
 from .paths import PathContext, is_broad, is_per_process, parent, within
 
@@ -695,8 +695,9 @@ class _Builder:
 
     def _allowlist(self, reasons: dict[str, list[Reason]]) -> dict[str, Any]:
         """The allow list: every call observed, each observed runtime's baseline (the union
-        over the C libraries measured), the calls always needed; minus the default deny
-        list (unless --grant-denied granted one) and names this architecture lacks."""
+        over the C libraries measured), the calls always needed, and each of those under
+        its other names (:data:`FAMILIES`); minus the default deny list (unless
+        --grant-denied granted one) and names this architecture lacks."""
         from cvg_kernel._libc import machine
         from cvg_kernel.seccomp import table
 
@@ -722,6 +723,21 @@ class _Builder:
                 )
         for call, rule in self.syscalls.items():  # deny-list calls --grant-denied granted
             self.rule(rules, call).absorb(rule)
+        # The same operation under another name: another C library or input picks it.
+        named: set[str] = set()
+        for call in sorted(rules):
+            for other in family(call):
+                if other not in rules and rules[call].reasons:
+                    named.add(other)
+                    first = rules[call].reasons[0]
+                    rules[other] = _Rule()
+                    rules[other].reasons.append(
+                        Reason(
+                            event_id=first.event_id,
+                            summary=f"{other}: the operation of {call} under another name",
+                            observation=first.observation,
+                        )
+                    )
         allow = []
         for call in sorted(rules):
             if call in DEFAULT_DENY and call not in self.syscalls:
@@ -731,7 +747,8 @@ class _Builder:
                 )
                 continue
             if call not in known:
-                self.note(f"not allowed: {call}: no such system call on {arch}")
+                if call not in named:  # open on aarch64, say: nothing to report
+                    self.note(f"not allowed: {call}: no such system call on {arch}")
                 continue
             allow.append(call)
         for i, call in enumerate(allow):
