@@ -104,3 +104,23 @@ def test_unwritable_cache_only_costs_speed(identity: Identity, box: Box) -> None
         ran = run_main(["-v", "--", "true"], box=box, user=identity, env=env)
         assert ran.rc == 0, ran.err
         assert _source(ran.err) == "compiled"
+
+
+def test_changed_compiler_misses(identity: Identity, box: Box) -> None:
+    """A plan made by other compiler code (an upgrade, an edited checkout) is not
+    reused: the key covers cvg-kernel's and cvg-policy's source files."""
+    import os
+
+    import cvg_kernel.seccomp
+
+    policy = make_policy(box.share)
+    assert _run(box, identity, policy)[0] == "compiled"
+    assert _run(box, identity, policy)[0] == "cache"
+    source = cvg_kernel.seccomp.__file__
+    st = os.stat(source)
+    try:
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert _run(box, identity, policy)[0] == "compiled"
+    finally:
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _run(box, identity, policy)[0] == "cache"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 # The built-in sha256 loads without OpenSSL, which hashlib loads at import.
 try:
@@ -72,6 +73,29 @@ def _kernel_key() -> str:
     return f"{os.uname().release}|{os.uname().machine}|abi={abi}|{note}"
 
 
+def _compiler_key() -> str:
+    """The compiler's own code, by file size and mtime: a plan compiled by another
+    version of cvg-policy or cvg-kernel (an upgrade, an edited checkout) is a miss,
+    not a stale plan. Found on sys.path without importing cvg_policy (cold start)."""
+    dirs = [os.path.dirname(landlock.__file__)]
+    for entry in sys.path:
+        candidate = os.path.join(entry or ".", "cvg_policy")
+        if os.path.isfile(os.path.join(candidate, "compile.py")):
+            dirs.append(candidate)
+            break
+    parts = []
+    for d in dirs:
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    if e.name.endswith(".py"):
+                        st = e.stat()
+                        parts.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{d}:?")
+    return _sha256_hex("\0".join(sorted(parts)).encode())
+
+
 def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
     """The plan for a policy file (None: the embedded default), cached."""
     if policy_path is None:
@@ -88,7 +112,9 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         real_path = os.path.abspath(policy_path)
         policy_dir = os.path.dirname(real_path)
         shown = policy_path
-    key_material = "\0".join([__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key()])
+    key_material = "\0".join(
+        [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
+    )
     key = _sha256_hex(key_material.encode())[:32]
     cached = os.path.join(cache_dir(), f"{key}.json")
     try:
