@@ -218,6 +218,19 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
         return _finish(args, planned, command, cwd, run_id, record_path,
                        not_started("policy degraded on this kernel"), None)  # fmt: skip
 
+    proxy = None
+    if planned.hosts:
+        from . import hosts  # only for a policy with network.hosts
+
+        try:
+            proxy = hosts.start(planned.hosts)
+        except (OSError, ValueError) as e:
+            _say(f"cannot start the network.hosts proxy: {e}")
+            return _finish(args, planned, command, cwd, run_id, record_path,
+                           not_started(f"network.hosts proxy: {e}"), None)  # fmt: skip
+        planned = proxy.patched(planned)  # plus a connect rule for its port, this run only
+        plan = planned.plan
+
     scratch = make_scratch(run_id)
     try:
         try:
@@ -263,11 +276,15 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                     if tracer is not None:
                         tracer.close()
     finally:
+        if proxy is not None:
+            proxy.stop()
         if not args.keep_scratch:
             _remove_scratch(scratch)
         elif args.verbose:
             _say(f"kept scratch directory {scratch}")
-    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials)
+    extra = proxy.record_fields() if proxy is not None else None
+    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
+                   extra)  # fmt: skip
 
 
 def _tracer(
@@ -336,6 +353,7 @@ def _finish(
     outcome: Outcome,
     scratch: str | None,
     denials: list[dict[str, object]] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> int:
     rec = record.build(
         run_id=run_id,
@@ -352,6 +370,7 @@ def _finish(
         traced=bool(args.trace),
         denials=denials or [],
     )
+    rec.update(extra or {})  # the network.hosts proxy's connections
     try:
         record.write_atomic(record_path, record.dumps(rec))
     except OSError as e:
