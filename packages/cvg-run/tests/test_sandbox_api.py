@@ -226,3 +226,14 @@ def _unpriv_user():
             check=True,
         )
         return pwd.getpwnam("cvgtest")
+
+
+def test_a_hosts_policy_is_refused_not_silently_offline(tmp_path: Path) -> None:
+    """network.hosts is enforced by cvg-run's per-run proxy; the warm Sandbox starts
+    none, so it says so instead of running the tool with no network at all."""
+    policy = tmp_path / "hosts.yaml"
+    policy.write_text(
+        "version: 1\nnetwork:\n  hosts:\n    - {host: api.example.test, ports: [443]}\n"
+    )
+    with pytest.raises(SandboxError, match=r"network\.hosts needs the per-run proxy"):
+        Sandbox(policy)

@@ -98,6 +98,13 @@ class Sandbox:
             )
         except planning.PolicyRefused as e:
             raise SandboxError(str(e)) from None
+        if planned.hosts:
+            # The proxy that enforces network.hosts lives in cvg-run's supervisor; the
+            # warm helper starts none, and the tool would silently have no network.
+            raise SandboxError(
+                "network.hosts needs the per-run proxy of cvg-run; the warm Sandbox "
+                "starts none (run this policy with cvg-run)"
+            )
         degraded = planned.plan.get("degraded") or []
         # As with cvg-run: the embedded default is the best this kernel offers.
         allow_degraded = allow_degraded or (policy is None and bool(degraded))
