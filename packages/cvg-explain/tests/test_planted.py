@@ -522,11 +522,6 @@ print("OK", len(block) >> 20)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cvg-run --trace does not record the mmap/brk that fails with ENOMEM at "
-    "RLIMIT_AS (memory_mb): the record has no denial to explain",
-)
 def test_rlimit_memory(box: Box) -> None:
     policy = default_policy()
     policy["resources"]["memory_mb"] = 128

@@ -26,6 +26,7 @@ _IGNORED: Final = frozenset(
     {"EINPROGRESS", "ERESTARTSYS", "ERESTARTNOINTR", "ERESTARTNOHAND", "ERESTART_RESTARTBLOCK"}
 )
 _FORKS: Final = frozenset({"clone", "fork", "vfork", "clone3"})
+_ALLOCATORS: Final = frozenset({"mmap", "mremap", "brk"})
 _HOW_FLAGS: Final = re.compile(r"flags=([A-Z0-9_|]+)")
 _OPEN_FLAG_ARG: Final = {"open": 1, "openat": 2, "creat": -1}
 _FAMILY_NAMES: Final = {1: "unix", 2: "inet", 10: "inet6", 16: "netlink", 17: "packet"}
@@ -131,6 +132,8 @@ class DenialLog:
             path = fd.path if fd is not None else None
             return RawEvent(rec.pid, "write", name, rec.errno or "", rec.time, path=path)
         if name in _FORKS and rec.errno == "EAGAIN":
+            return RawEvent(rec.pid, "other", name, rec.errno, rec.time)
+        if name in _ALLOCATORS and rec.errno == "ENOMEM":
             return RawEvent(rec.pid, "other", name, rec.errno, rec.time)
         return None
 

@@ -56,7 +56,7 @@ DEFAULT_MODE: Final = "notify"
 
 # The calls that can be refused by Landlock or an rlimit, and the ones the tracker
 # needs to follow processes and working directories. Everything else (read, write,
-# mmap, stat: Landlock does not check metadata) runs at full speed under --seccomp-bpf.
+# stat: Landlock does not check metadata) runs at full speed under --seccomp-bpf.
 TRACED: Final = (
     # files: each Landlock filesystem right is checked by one of these
     "open", "openat", "openat2", "creat", "execve", "execveat",
@@ -67,6 +67,10 @@ TRACED: Final = (
     "connect", "bind", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "pidfd_send_signal",
     # working directories, and EAGAIN from RLIMIT_NPROC
     "chdir", "fchdir", "clone", "fork", "vfork",
+    # ENOMEM at RLIMIT_AS (resources.memory_mb). Not free: each stops the tool once, but
+    # a program maps memory far less often than it reads or writes (a Python start-up
+    # makes ~100 of them), and without them a tool killed by its memory limit is silent.
+    "mmap", "mremap", "brk",
 )  # fmt: skip
 # Seen only when every call stops (ptrace mode): seccomp refuses these before strace.
 _PTRACE_EXTRA: Final = ("socket", "memfd_create")
