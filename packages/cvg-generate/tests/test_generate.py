@@ -63,7 +63,8 @@ def test_exact_files_outside_the_workspace_and_the_workspace_whole() -> None:
         )
     )
     assert "/usr/share/misc/magic.mgc" in p.filesystem.read
-    assert p.filesystem.write == ["${CWD}", "${SCRATCH}"]
+    # /dev/null: the output sink every program may write (a baseline, cited).
+    assert p.filesystem.write == ["${CWD}", "${SCRATCH}", "/dev/null"]
     assert "${CWD}" not in p.filesystem.read  # write implies read: one rule
     assert os.path.realpath("/usr/bin/cat") in p.filesystem.execute
     every_rule_has_reasons(p)

@@ -45,6 +45,9 @@ from .paths import PathContext, is_broad, is_per_process, parent, within
 
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
 
+SINK_DEVICES: Final = ("/dev/null",)
+"""Devices every generated policy may write: writing them reaches nothing."""
+
 SYSCALL_MODES: Final = ("denylist", "allowlist")
 
 SIBLINGS: Final = 8
@@ -259,6 +262,14 @@ class _Builder:
             self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
                 b.event, f"{b.why} ({_summary(b.event)})", name
             )
+        anchor = _first_exec(obs)
+        if anchor is not None:
+            # Discarding output is what every shell script does on some input
+            # (`cmd >/dev/null 2>&1`), and writing the null device reaches nothing.
+            for device in SINK_DEVICES:
+                self.rule(self.fs["write"], device).cite(
+                    anchor, f"baseline: any program may discard output ({_summary(anchor)})", name
+                )
         self._environment(obs, ctx, name)
         self._resources(obs, name)
         self._denies(obs, ctx, name)

@@ -1,7 +1,9 @@
 """The learning sandbox: what a tool may do while cvg-observe watches it.
 
 Reads are allowed everywhere except the secrets below; writes only under the working
-directory, the scratch directory and /tmp (and /dev/null); anything may be executed;
+directory, the scratch directory, /tmp and /dev/shm (POSIX shared memory and
+semaphores: Python's multiprocessing keeps its locks there, and refusing it would make
+the tool fail while it is watched) and /dev/null; anything may be executed;
 TCP and UDP reach every port (Landlock does not handle the network here, and every
 connect and bind is recorded); UNIX sockets are refused (seccomp), so D-Bus, the
 ssh-agent and docker.sock stay out of reach; cvg's seccomp deny list applies. The
@@ -73,7 +75,7 @@ def learning_plan(
     variable in it is passed through. Raises cvg_policy.PolicyError when it cannot be
     compiled."""
     denied = secret_paths(cwd, home)
-    write = [cwd, *scratch, "/tmp", "/dev/null"]
+    write = [cwd, *scratch, "/tmp", "/dev/shm", "/dev/null"]
     policy = Policy.model_validate(
         {
             "kind": "cvg.policy",
