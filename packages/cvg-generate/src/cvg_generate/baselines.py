@@ -37,10 +37,14 @@ GLIBC: Final = (
     "/usr/lib/aarch64-linux-gnu/gconv",
     "/usr/lib64/gconv",
     "/usr/lib/gconv",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
 )
 """What glibc's loader and locale code read, across versions: the loader cache and
 config, time zone data, the locale archive or per-locale directories, iconv modules,
-and the name-service files getpwuid() reads (no secrets: those are in /etc/shadow)."""
+the name-service files getpwuid() reads (no secrets: those are in /etc/shadow), and the
+multiarch library directory: another input dlopen()s another library (Python's ctypes
+loads libffi, ssl loads libssl), and one trace names only the libraries it loaded."""
 
 NODE: Final = ("/usr/share/nodejs", "/usr/lib/node_modules", "/usr/share/node_modules")
 """Where Debian and upstream Node keep their bundled modules."""
