@@ -4,6 +4,7 @@ and fails under the same policy with the baseline rule removed (the control)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -51,8 +52,15 @@ def _reasons_of(policy: Path, rule: str) -> str:
             "/usr/share/zoneinfo",
             "C library baseline",
         ),
+        (
+            wl.Input({"a.txt": "x\n"}, ["sh", "-c", "cat a.txt"]),
+            wl.Input({"sub/b.txt": "y\n"}, ["sh", "-c", "echo sub/b.txt | xargs cat"]),
+            {},
+            os.path.realpath("/usr/bin/xargs"),
+            "shell baseline",
+        ),
     ],
-    ids=["cc-another-header", "python-another-time-zone"],
+    ids=["cc-another-header", "python-another-time-zone", "sh-another-utility"],
 )
 def test_a_baseline_carries_a_second_input(
     tmp_path: Path,

@@ -19,7 +19,7 @@ from typing import Final
 
 from cvg_schema import Event, Observation
 
-__all__ = ["Baseline", "baselines"]
+__all__ = ["UTILITIES", "Baseline", "baselines", "utilities"]
 
 GLIBC: Final = (
     "/etc/ld.so.cache",
@@ -119,3 +119,37 @@ def _python_stdlib(obs: Observation) -> list[str]:
             if d not in found:
                 found.append(d)
     return found
+
+
+UTILITIES: Final = (
+    "[", "awk", "basename", "cat", "chmod", "cmp", "comm", "cp", "cut", "date", "diff",
+    "dirname", "du", "echo", "egrep", "env", "expr", "false", "fgrep", "find", "fold",
+    "grep", "gunzip", "gzip", "head", "id", "join", "ln", "ls", "mkdir", "mktemp", "mv",
+    "nl", "od", "paste", "printf", "readlink", "realpath", "rm", "rmdir", "sed", "seq",
+    "sleep", "sort", "split", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true",
+    "uname", "uniq", "wc", "which", "xargs", "zcat",
+)  # fmt: skip
+"""The standard utilities a shell script (or a Makefile's recipes) runs: another input
+takes another branch and runs `rm`, `xargs` or `gunzip` where this one did not. Each is
+granted execute as an exact file, and read when it is itself a script (gunzip is one)."""
+
+_UTILITY_USERS: Final = _SHELLS | frozenset({"make", "gmake", "xargs", "find", "env"})
+
+
+def utilities(obs: Observation) -> list[Baseline]:
+    """The shell baseline: the standard utilities, when a shell or make ran (existing
+    here, symlinks resolved, each once), citing the event that ran the shell."""
+    out: dict[str, Baseline] = {}
+    for name, event, _interp in _names(obs):
+        if event is None or name not in _UTILITY_USERS:
+            continue
+        for util in UTILITIES:
+            for d in ("/usr/bin", "/bin"):
+                path = posixpath.join(d, util)
+                if os.path.exists(path):
+                    real = os.path.realpath(path)
+                    if real not in out:
+                        why = f"shell baseline: {name} may run {util} on another input"
+                        out[real] = Baseline(real, event, why)
+                    break
+    return list(out.values())

@@ -55,7 +55,9 @@ What becomes a rule (each with the events behind it as its reasons):
   a name created or removed    filesystem.write on its directory
   anything in the working dir  one rule on ${CWD} (the tool's workspace)
   a program run                filesystem.execute on it, its ELF interpreter, its #! chain
-  python, node, glibc          their runtime baseline (stdlib, locale, zoneinfo, gconv)
+  python, node, glibc          their runtime baseline (stdlib, locale, zoneinfo, gconv, libs)
+  a shell or make ran          execute on the standard utilities (rm, xargs, gunzip, ...)
+  any program                  write on /dev/null
   a TCP connect or bind        network.tcp_connect / tcp_bind on the port
   a probe that got ENOENT      nothing: Landlock keeps it ENOENT
 Never granted: a secret (~/.ssh, .env, *.pem, ...) or a decoy, whatever the tool

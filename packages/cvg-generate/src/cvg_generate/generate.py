@@ -40,7 +40,7 @@ from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
 from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
-from .baselines import baselines
+from .baselines import baselines, utilities
 from .paths import PathContext, is_broad, is_per_process, parent, within
 
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
@@ -262,6 +262,11 @@ class _Builder:
             self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
                 b.event, f"{b.why} ({_summary(b.event)})", name
             )
+        for b in utilities(obs):
+            summary = f"{b.why} ({_summary(b.event)})"
+            self.rule(self.fs["execute"], ctx.to_policy(b.path)).cite(b.event, summary, name)
+            if _is_script(b.path):
+                self.rule(self.fs["read"], ctx.to_policy(b.path)).cite(b.event, summary, name)
         anchor = _first_exec(obs)
         if anchor is not None:
             # Discarding output is what every shell script does on some input
@@ -858,3 +863,12 @@ def generate(
     for src in sources:
         b.add(src)
     return b.build()
+
+
+def _is_script(path: str) -> bool:
+    """True when ``path`` starts with ``#!`` (its interpreter reads it: it needs read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
