@@ -249,6 +249,25 @@ def test_raw_and_netlink_sockets_have_no_fix(make_record: MakeRecord, tmp_path: 
         assert e.fix is None and "no policy can allow it" in e.cause
 
 
+def test_tcp_socket_with_no_port_granted_names_the_rule_but_writes_no_port(
+    make_record: MakeRecord, tmp_path: Path
+) -> None:
+    from cvg_explain.render import render_text
+
+    record = make_record(
+        [{"syscall": "socket", "mechanism": "seccomp", "errno": "EAFNOSUPPORT",
+          "rule": "network.tcp_connect", "detail": "socket(AF_INET, SOCK_STREAM, 0)"}],
+        policy_path=_write(tmp_path, "version: 1\nfilesystem:\n  read: [/usr]\n"),
+    )  # fmt: skip
+    out = explain(record)
+    (e,) = out.denials
+    assert e.rule == "network.tcp_connect" and e.fix is None
+    assert "needing a value only you know" in (out.summary or "")
+    text = render_text(out)
+    assert "not written: network.tcp_connect needs a value" in text
+    assert "no policy change allows" not in text
+
+
 def test_deny_listed_call_is_fixable_but_high(make_record: MakeRecord, tmp_path: Path) -> None:
     e = _one(make_record, tmp_path, {"syscall": "ptrace", "mechanism": "seccomp", "errno": "EPERM"})
     assert e.rule == "syscalls.allow"

@@ -263,8 +263,11 @@ def _summary(record: RunRecord, items: list[_Explained]) -> str:
     high = [i for i in fixable if i.denial.risk is not None and i.denial.risk.level == "high"]
     n = len(items)
     parts = [f"{n} denial{'s' if n != 1 else ''}", f"{len(fixable)} with a fix"]
-    if n - len(fixable):
-        parts.append(f"{n - len(fixable)} that no policy change allows")
+    unwritten = [i for i in items if i.denial.fix is None and i.denial.rule is not None]
+    if unwritten:
+        parts.append(f"{len(unwritten)} needing a value only you know")
+    if n - len(fixable) - len(unwritten):
+        parts.append(f"{n - len(fixable) - len(unwritten)} that no policy change allows")
     if high:
         parts.append(f"{len(high)} fix{'es' if len(high) != 1 else ''} rated high risk")
     return ", ".join(parts) + (note if noise else "")

@@ -29,7 +29,11 @@ def render_text(explanation: Explanation, record_name: str | None = None) -> str
         lines.append(f"  cause: {e.cause}")
         lines.append(f"  rule:  {e.rule or '(none)'}")
         if e.fix is None:
-            lines.append("  fix:   none (no policy change allows this)")
+            if e.rule is None:
+                lines.append("  fix:   none (no policy change allows this)")
+            else:
+                # The rule is known but not its value (a port the tool never named).
+                lines.append(f"  fix:   not written: {e.rule} needs a value this run did not show")
             continue
         if e.risk is not None:
             lines.append(f"  risk:  {e.risk.level}: {e.risk.text}")

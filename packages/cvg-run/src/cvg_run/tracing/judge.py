@@ -551,9 +551,16 @@ class Judge:
                 rule: str | None = "network.unix"
             elif family in ("inet", "inet6") and kind == "dgram":
                 rule = "network.udp"
+            elif family in ("inet", "inet6") and kind == "stream":
+                # No TCP port is granted at all, so the filter refuses the socket itself,
+                # before any connect names the port the tool wanted.
+                rule = "network.tcp_connect"
             else:
                 rule = None
-            reason = f"{rule} is false" if rule else "never granted by a policy"
+            if rule == "network.tcp_connect":
+                reason = "no TCP port is granted (network.tcp_connect and tcp_bind are empty)"
+            else:
+                reason = f"{rule} is false" if rule else "never granted by a policy"
             return Verdict("seccomp", None, rule, f"seccomp: {reason}", what)
         return Verdict("none", what=what)
 
