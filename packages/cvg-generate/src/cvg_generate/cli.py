@@ -6,13 +6,13 @@ directly; ``run()`` is the console script.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Final
 
 import click
 
+from cvg_schema.console import console
 from cvg_schema.io import dumps, write_atomic
 
 from . import __version__
@@ -231,13 +231,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console script: ``sys.exit(main())``."""
-    try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (`cvg-generate obs.json | head`): not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
-    sys.exit(status)
+    """The console script."""
+    console(main)

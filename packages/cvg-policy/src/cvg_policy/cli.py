@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from cvg_schema import Facts
+from cvg_schema.console import console
 from cvg_schema.errors import SchemaError
 from cvg_schema.io import dumps, loads_as, write_atomic
 
@@ -410,13 +411,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console script: ``sys.exit(main())``."""
-    try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (e.g. `cvg-validate p.yaml | head`): not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
-    sys.exit(status)
+    """The console script."""
+    console(main)
