@@ -416,3 +416,16 @@ def _shell_runner_as(user: pwd.struct_passwd, tmp_path: Path) -> None:
     confined = as_user([*launcher, "-p", policy, "--", "cat", str(canary)])
     assert confined.returncode != 0 and CANARY not in confined.stdout, confined
     assert "Permission denied" in confined.stderr
+
+
+# --- docs/first-run.md is current ------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("uv") is None or shutil.which("git") is None,
+                    reason="needs uv and git on PATH")  # fmt: skip
+def test_first_run_transcript_is_current() -> None:
+    """About 10 s here: a fresh clone, its uv sync from the cache, and the README's
+    commands. Refresh with `python examples/first_run.py` after committing."""
+    import first_run
+
+    assert first_run.main(["--check"]) == 0

@@ -1,0 +1,230 @@
+"""Write docs/first-run.md: a new user's first minutes with cvg, really run.
+
+From a fresh ``git clone`` of this repository into a temporary directory, run the
+README's commands literally (and, where a literal command fails, what the user would try
+next), capture each command's real output, and write the transcript as markdown.
+Temporary paths, run ids and timings are replaced by stable names so the file only
+changes when the behaviour does.
+
+    python examples/first_run.py           # rewrite docs/first-run.md
+    python examples/first_run.py --check   # exit 1 if docs/first-run.md is stale
+
+The clone is of the committed HEAD: commit first, then regenerate. Needs git and uv on
+PATH and a populated uv cache (it does not download anything itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "first-run.md"
+
+TOOL = """\
+import sys
+
+name = sys.argv[1] if len(sys.argv) > 1 else "data.txt"
+with open(name) as f:
+    text = f.read()
+with open("out.txt", "w") as f:
+    f.write(text.upper())
+print(len(text.split()), "words")
+"""
+
+
+@dataclass
+class Step:
+    title: str
+    command: str
+    note: str = ""
+
+
+STEPS = [
+    Step(
+        "Set up: the README's first command, in a fresh clone",
+        "uv run cvg-run -- python3 -c 'print(1)'",
+        "The first `uv run` creates `.venv` and installs the workspace (uv's own lines on "
+        "stderr); then cvg-run runs the command under the embedded default policy.",
+    ),
+    Step(
+        "The SSH key denial",
+        "uv run cvg-run -- cat ~/.ssh/id_rsa",
+        "`~` is a home holding a (fake) key, readable without cvg: `cat` prints it.",
+    ),
+    Step("", "cat ~/.ssh/id_rsa"),
+    Step(
+        "No network under the default policy",
+        "uv run cvg-run -- python3 -c 'import socket; socket.socket()'",
+    ),
+    Step(
+        "A tiny tool to learn a policy for",
+        "cat tool.py && echo 'hello sandboxed world' > data.txt && python3 tool.py",
+    ),
+    Step(
+        "Learn, generate, validate: the README's pipeline, literally",
+        "cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml",
+        "The README writes the tools without `uv run`; in a fresh clone they are not on "
+        "PATH (see Stumbles).",
+    ),
+    Step(
+        "The same pipeline through `uv run`",
+        "uv run cvg-observe -- python3 tool.py | uv run cvg-generate | uv run cvg-validate"
+        ' > p.yaml; echo "exit $?"; grep -c . p.yaml',
+    ),
+    Step("Run the tool under the learned policy", "uv run cvg-run -p p.yaml -- python3 tool.py"),
+    Step(
+        "Another input: a file the tool never read while it was watched",
+        "echo 'private notes' > ~/notes.txt && "
+        "uv run cvg-run --trace --record run.json -p p.yaml -- python3 tool.py ~/notes.txt",
+    ),
+    Step("Explain the denial", "uv run cvg-explain --format text run.json"),
+]
+
+
+def _sort_unordered(text: str) -> str:
+    """Lines that come in any order: uv builds the workspace packages in parallel, and
+    the commands of a pipeline complain at the same time."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if re.match(r"\s+(Building|Built) |bash: line \d+: .*: command not found$", line):
+            run.append(line)
+            continue
+        out.extend(sorted(run, key=lambda x: (x.split()[0] == "Built", x)))
+        run = []
+        out.append(line)
+    out.extend(sorted(run, key=lambda x: (x.split()[0] == "Built", x)))
+    return "".join(out)
+
+
+def _normalise(text: str, tmp: Path, home: Path) -> str:
+    text = _sort_unordered(text)
+    text = re.sub(r"\b\d{8}T\d{6}Z-[0-9a-f]{8}\b", "<run-id>", text)
+    for path, name in ((home, "~"), (tmp / "cvg", "$CLONE"), (tmp, "$TMP")):
+        text = text.replace(str(path), name)
+    text = text.replace(str(Path.home()), "$REAL_HOME")
+    text = re.sub(r"\b\d+(\.\d+)?\s?(ms|s)\b", "N ms", text)
+    text = re.sub(r"\b[0-9a-f]{12,}\b", "<id>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "<time>", text)
+    text = re.sub(r"/tmp/[\w.-]+", "/tmp/<tmp>", text)
+    text = re.sub(r"cvg-[\w]+-[\w]{6,}", "cvg-<scratch>", text)
+    text = re.sub(r"Installed \d+ packages", "Installed N packages", text)
+    text = re.sub(r"Resolved \d+ packages", "Resolved N packages", text)
+    return text
+
+
+def _shell(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    r = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300, check=False)  # fmt: skip
+    return r.returncode, r.stdout
+
+
+def transcript() -> str:
+    tmp = Path(tempfile.mkdtemp(prefix="cvg-first-run-"))
+    try:
+        home = tmp / "home"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY-----\n")
+        # A new user: their own HOME and no project environment active, but the machine's
+        # settings (uv cache, certificates, Python) as they are.
+        real_home = str(Path.home())
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT")}
+        env["PATH"] = os.pathsep.join(
+            p
+            for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+            if not (Path(p) / "activate").exists()
+        )
+        env.update(HOME=str(home), LANG="C.UTF-8", TERM="dumb", NO_COLOR="1")
+        env.setdefault("PYENV_ROOT", os.path.join(real_home, ".pyenv"))
+        env.setdefault("UV_CACHE_DIR", os.path.join(real_home, ".cache", "uv"))
+        rc, out = _shell(f"git clone -q {REPO} cvg", tmp, env)
+        if rc != 0:
+            raise SystemExit(f"first_run: git clone failed: {out.strip()}")
+        clone = tmp / "cvg"
+        (clone / "tool.py").write_text(TOOL)
+        parts = [
+            "# First run\n",
+            "<!-- generated by `python examples/first_run.py` from a fresh clone; do not edit"
+            " by hand. `python examples/first_run.py --check` fails when it is stale. -->\n",
+            "A new user's first minutes, really run: `git clone` of the repository into an "
+            "empty directory, then the README's commands as written. `~` is a fresh home "
+            "directory, `$CLONE` the clone; run ids, temporary names and timings are "
+            "replaced by placeholders. The tool is run as root here.\n",
+            "```sh\n$ git clone <repository> cvg && cd cvg\n```\n",
+        ]
+        for step in STEPS:
+            rc, out = _shell(step.command, clone, env)
+            if step.title:
+                parts.append(f"## {step.title}\n")
+            if step.note:
+                parts.append(step.note + "\n")
+            shown = _normalise(out, tmp, home).rstrip("\n")
+            body = f"$ {step.command}\n{shown}\n" if shown else f"$ {step.command}\n"
+            parts.append(f"```sh\n{body}```\nexit status {rc}\n")
+        parts.append(STUMBLES)
+        return "\n".join(parts)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+STUMBLES = """\
+## Stumbles
+
+What a new user trips over on the way above, in order:
+
+1. **The README's tools are not on PATH.** Only the first two commands say `uv run`;
+   the policy examples and the learn/generate/validate pipeline write `cvg-validate`,
+   `cvg-observe` and `cvg-generate` bare, and in a fresh clone that is `command not
+   found` (exit 127). Prefix each with `uv run`, or activate the environment
+   (`. .venv/bin/activate`) after the first `uv run`.
+2. **The SSH key example needs a key to deny.** With no `~/.ssh/id_rsa`, `cat` says
+   `No such file or directory` inside and outside the sandbox alike, which proves
+   nothing; the transcript uses a home with a fake key.
+3. **`python3` means the project's virtual environment under `uv run`.** The learned
+   policy grants that interpreter's real files (here under `$REAL_HOME/.pyenv`, the
+   real home, written as `${HOME}/...` when the learning home is the real one), so a
+   learned policy is specific to this machine's Python.
+4. **A learned policy is long.** The six-line tool above gets a policy of about a
+   hundred lines (runtime baselines, each rule with the events behind it as comments);
+   `cvg-validate --explain` is the way to read it.
+5. **The README's `--trace` line is shorter than the real one.** The README shows
+   `(no filesystem.read grant covers it)`; cvg-run also names the Landlock right
+   (`...; Landlock right read_file)`), as above.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check", action="store_true",
+        help="regenerate in memory and exit 1 if docs/first-run.md differs",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    text = transcript()
+    if args.check:
+        current = OUT.read_text() if OUT.exists() else ""
+        if current != text:
+            sys.stderr.writelines(difflib.unified_diff(
+                current.splitlines(keepends=True), text.splitlines(keepends=True),
+                str(OUT.relative_to(REPO)), "regenerated"))  # fmt: skip
+            print(f"first_run: {OUT.relative_to(REPO)} is stale: run "
+                  "`python examples/first_run.py` and commit it", file=sys.stderr)  # fmt: skip
+            return 1
+        return 0
+    tmp = OUT.with_name(OUT.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(OUT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
