@@ -70,15 +70,11 @@ STEPS = [
         "cat tool.py && echo 'hello sandboxed world' > data.txt && python3 tool.py",
     ),
     Step(
-        "Learn, generate, validate: the README's pipeline, literally",
-        "cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml",
-        "The README writes the tools without `uv run`; in a fresh clone they are not on "
-        "PATH (see Stumbles).",
-    ),
-    Step(
-        "The same pipeline through `uv run`",
-        "uv run cvg-observe -- python3 tool.py | uv run cvg-generate | uv run cvg-validate"
+        "Learn, generate, validate: the README's pipeline, after activating the environment",
+        ". .venv/bin/activate && cvg-observe -- python3 tool.py | cvg-generate | cvg-validate"
         ' > p.yaml; echo "exit $?"; grep -c . p.yaml',
+        "The README says to activate `.venv` (made by the first `uv run`) or to prefix each "
+        "tool with `uv run`.",
     ),
     Step("Run the tool under the learned policy", "uv run cvg-run -p p.yaml -- python3 tool.py"),
     Step(
@@ -181,14 +177,14 @@ STUMBLES = """\
 
 What a new user trips over on the way above, in order:
 
-1. **The README's tools are not on PATH.** Only the first two commands say `uv run`;
-   the policy examples and the learn/generate/validate pipeline write `cvg-validate`,
-   `cvg-observe` and `cvg-generate` bare, and in a fresh clone that is `command not
-   found` (exit 127). Prefix each with `uv run`, or activate the environment
-   (`. .venv/bin/activate`) after the first `uv run`.
-2. **The SSH key example needs a key to deny.** With no `~/.ssh/id_rsa`, `cat` says
-   `No such file or directory` inside and outside the sandbox alike, which proves
-   nothing; the transcript uses a home with a fake key.
+1. **The README's tools were not on PATH** (fixed in the README). The policy examples
+   and the learn/generate/validate pipeline write `cvg-validate`, `cvg-observe` and
+   `cvg-generate` bare, and in a fresh clone that was `command not found` (exit 127);
+   the README now says to activate `.venv` after the first `uv run`, or to prefix each
+   tool with `uv run`.
+2. **The SSH key example needs a key to deny** (said in the README now). With no
+   `~/.ssh/id_rsa`, `cat` says `No such file or directory` inside and outside the
+   sandbox alike; the transcript uses a home with a fake key.
 3. **`python3` means the project's virtual environment under `uv run`.** The learned
    policy grants that interpreter's real files (here under `$REAL_HOME/.pyenv`, the
    real home, written as `${HOME}/...` when the learning home is the real one), so a
@@ -196,9 +192,8 @@ What a new user trips over on the way above, in order:
 4. **A learned policy is long.** The six-line tool above gets a policy of about a
    hundred lines (runtime baselines, each rule with the events behind it as comments);
    `cvg-validate --explain` is the way to read it.
-5. **The README's `--trace` line is shorter than the real one.** The README shows
-   `(no filesystem.read grant covers it)`; cvg-run also names the Landlock right
-   (`...; Landlock right read_file)`), as above.
+5. **The README's `--trace` line was shorter than the real one** (fixed): cvg-run also
+   names the Landlock right (`...; Landlock right read_file)`), as above.
 """
 
 
