@@ -15,7 +15,7 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = [
-    "lint", "typecheck", "schemas", "readme", "tests", "build", "escape", "falsedenial",
+    "lint", "typecheck", "schemas", "readme", "docs", "tests", "build", "escape", "falsedenial",
 ]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -71,6 +71,14 @@ def readme(session: nox.Session) -> None:
     """The README's generated tables match the benchmark results files."""
     _sync(session, "--only-group", "dev")
     session.run("pytest", "benchmarks/test_readme_tables.py", "-q")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs are true: docs/cli.md matches every tool's --help, every internal link
+    resolves, and each example policy validates and runs its tool (docs/, examples/)."""
+    _sync(session, "--all-packages")
+    session.run("pytest", "docs", "examples", "-q", *session.posargs)
 
 
 @nox.session

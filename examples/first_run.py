@@ -133,7 +133,17 @@ def transcript() -> str:
         # A new user: their own HOME and no project environment active, but the machine's
         # settings (uv cache, certificates, Python) as they are.
         real_home = str(Path.home())
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT")}
+        # Under nox the session's environment is active (VIRTUAL_ENV, and uv variables
+        # pointing at it): a new user's shell has none of them, and `uv run` would
+        # otherwise install the clone into that environment instead of making .venv.
+        keep_uv = ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "UV_INDEX_URL", "UV_DEFAULT_INDEX")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH")
+            and not k.startswith("NOX")
+            and (not k.startswith("UV_") or k in keep_uv)
+        }
         env["PATH"] = os.pathsep.join(
             p
             for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep)
