@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -35,7 +34,7 @@ from typing import Any
 import anyio
 
 from cvg_run import record as run_record
-from cvg_run.api import Sandbox, SandboxError
+from cvg_run.api import Sandbox, SandboxError, pump
 
 _MAX_REPLY = 1 << 20
 _CHUNK = 65536
@@ -299,33 +298,7 @@ def _drain(
 ) -> None:
     """Feed stdin and drain stdout and stderr together, so no pipe fills up; keep at
     most ``cap`` bytes of each. Closes all three descriptors."""
-    view = memoryview(data or b"")
-    with selectors.DefaultSelector() as sel:
-        sel.register(out_r, selectors.EVENT_READ, out)
-        sel.register(err_r, selectors.EVENT_READ, err)
-        if view:
-            os.set_blocking(in_w, False)
-            sel.register(in_w, selectors.EVENT_WRITE, None)
-        else:
-            os.close(in_w)
-        while sel.get_map():
-            for key, _ in sel.select():
-                fd = key.fd
-                if key.data is None:
-                    try:
-                        view = view[os.write(fd, view[:_CHUNK]) :]
-                    except BrokenPipeError:
-                        view = view[:0]
-                    if not view:
-                        sel.unregister(fd)
-                        os.close(fd)
-                    continue
-                chunk = os.read(fd, _CHUNK)
-                if chunk:
-                    key.data.take(chunk, cap)
-                else:
-                    sel.unregister(fd)
-                    os.close(fd)
+    pump(in_w, out_r, err_r, data, lambda c: out.take(c, cap), lambda c: err.take(c, cap))
 
 
 class Child:

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,14 +216,28 @@ class Sandbox:
 
 
 def _communicate(in_w: int, out_r: int, err_r: int, data: bytes | None) -> tuple[bytes, bytes]:
-    """Feed stdin and drain stdout and stderr together, so neither pipe fills up.
-    Closes all three descriptors."""
+    """Feed stdin and collect stdout and stderr whole. Closes all three descriptors."""
     out: list[bytes] = []
     err: list[bytes] = []
+    pump(in_w, out_r, err_r, data, out.append, err.append)
+    return b"".join(out), b"".join(err)
+
+
+def pump(
+    in_w: int,
+    out_r: int,
+    err_r: int,
+    data: bytes | None,
+    on_out: Callable[[bytes], object],
+    on_err: Callable[[bytes], object],
+) -> None:
+    """Feed stdin and drain stdout and stderr together, so no pipe fills up, handing
+    each chunk read to ``on_out`` / ``on_err`` (a caller may cap what it keeps).
+    Closes all three descriptors."""
     view = memoryview(data or b"")
     with selectors.DefaultSelector() as sel:
-        sel.register(out_r, selectors.EVENT_READ, out)
-        sel.register(err_r, selectors.EVENT_READ, err)
+        sel.register(out_r, selectors.EVENT_READ, on_out)
+        sel.register(err_r, selectors.EVENT_READ, on_err)
         if view:
             os.set_blocking(in_w, False)
             sel.register(in_w, selectors.EVENT_WRITE, None)
@@ -243,8 +257,7 @@ def _communicate(in_w: int, out_r: int, err_r: int, data: bytes | None) -> tuple
                     continue
                 chunk = os.read(fd, 65536)
                 if chunk:
-                    key.data.append(chunk)
+                    key.data(chunk)
                 else:
                     sel.unregister(fd)
                     os.close(fd)
-    return b"".join(out), b"".join(err)
