@@ -44,7 +44,6 @@ import argparse
 import contextlib
 import gc
 import json
-import math
 import os
 import platform
 import random
@@ -68,6 +67,7 @@ sys.path.insert(0, str(HERE))
 
 import render  # noqa: E402  (benchmarks/ is not a package)
 import results_file  # noqa: E402
+from bench_run import cpu_model, loadavg, summary_ms  # noqa: E402  (shared timing helpers)
 
 KEY = "bench"
 PYTHON = "/usr/bin/python3"
@@ -126,39 +126,6 @@ class Config:
     helper_pids: list[int] = field(default_factory=list)
     version: str = ""
     prefix: list[str] | None = None  # a fresh process per run: argv = prefix + CMD
-
-
-def percentile(samples: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
-def summary_ms(samples_ns: list[int]) -> dict[str, Any]:
-    ms = [s / 1e6 for s in samples_ns]
-    return {
-        "runs": len(ms),
-        "p50_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(percentile(ms, 95), 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-        "min_ms": round(min(ms), 3),
-        "max_ms": round(max(ms), 3),
-    }
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.split(":", 1)[0].strip() == "model name":
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def first_line(text: str | bytes) -> str:

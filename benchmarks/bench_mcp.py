@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import os
 import platform
 import shutil
@@ -43,6 +42,7 @@ from typing import Any
 
 import anyio
 import results_file  # benchmarks/ is on sys.path when run as a script
+from bench_run import cpu_model, percentile, summary_ms  # shared timing helpers
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -57,34 +57,6 @@ CLIENTS = 8
 SERVER = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
 DISTRIBUTIONS = ("cvg-mcp", "cvg-run", "mcp")
 TOKEN = "bench-token"
-
-
-def percentile(samples: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
-def summary_ms(samples_ns: list[int]) -> dict[str, Any]:
-    ms = [s / 1e6 for s in samples_ns]
-    return {
-        "runs": len(ms),
-        "p50_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(percentile(ms, 95), 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-        "min_ms": round(min(ms), 3),
-        "max_ms": round(max(ms), 3),
-    }
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def versions() -> dict[str, str]:
