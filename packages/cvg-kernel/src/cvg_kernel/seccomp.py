@@ -40,6 +40,10 @@ from cvg_kernel.bpf import (
     validate,
 )
 
+# The default deny list (grouped, with what each group would open) and the names it may
+# hold that an architecture lacks live in the census of every syscall, re-exported here.
+from cvg_kernel.census import ARCH_SPECIFIC, DENY_GROUPS
+
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,114 +93,6 @@ SOCKET_TYPES: dict[str, int] = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 
 # by name, and SOCK_PACKET (10) on AF_INET silently becomes a packet socket.
 _DEFAULT_ENTRY_TYPES = ("stream", "dgram", "seqpacket")
 _SOCK_TYPE_MASK = 0xF  # the rest of socket()'s type argument is SOCK_CLOEXEC/NONBLOCK
-
-# Names allowed to be missing from an architecture's table when listed in ``deny``:
-# they only exist on x86 (uselib is gone from current tables altogether), so the same
-# deny list serves both architectures. Anything else missing is a typo or a plan for
-# the wrong kernel, and is an error.
-ARCH_SPECIFIC = frozenset({"iopl", "ioperm", "modify_ldt", "uselib"})
-
-# The default deny list, grouped, with what each group would open if allowed: the one
-# source for the filter and for cvg-validate's warnings about syscalls.allow.
-DENY_GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (
-        (
-            "ptrace",
-            "process_vm_readv",
-            "process_vm_writev",
-            "process_madvise",
-            "pidfd_getfd",
-            "kcmp",
-        ),
-        "reads or writes the memory of other processes of the same user (the caller's "
-        "shell, an ssh-agent)",
-    ),
-    (
-        (
-            "mount",
-            "umount2",
-            "pivot_root",
-            "chroot",
-            "open_tree",
-            "move_mount",
-            "fsopen",
-            "fsconfig",
-            "fsmount",
-            "fspick",
-            "mount_setattr",
-            "statmount",
-            "listmount",
-            "open_tree_attr",
-        ),
-        "changes what paths mean, under the path-based Landlock rules",
-    ),
-    (
-        ("unshare", "setns"),
-        "enters or creates namespaces: user namespaces hand out capabilities and kernel "
-        "attack surface",
-    ),
-    (
-        ("io_uring_setup", "io_uring_enter", "io_uring_register"),
-        "io_uring: operations no seccomp filter sees, and a history of kernel exploits",
-    ),
-    (
-        ("bpf", "perf_event_open", "userfaultfd"),
-        "a large kernel attack surface (userfaultfd turns kernel races into reliable exploits)",
-    ),
-    (
-        ("add_key", "request_key", "keyctl"),
-        "the kernel keyrings, shared by every process of the user (stored credentials)",
-    ),
-    (
-        ("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module"),
-        "replaces or extends the running kernel",
-    ),
-    (
-        ("personality",),
-        "switches off the process's own hardening (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)",
-    ),
-    (
-        ("name_to_handle_at", "open_by_handle_at"),
-        "opens files by inode number, skipping every path check (the 'shocker' escape)",
-    ),
-    (
-        ("execveat",),
-        "executes a descriptor (memfd exec): code that no execute rule saw",
-    ),
-    (
-        (
-            "acct",
-            "swapon",
-            "swapoff",
-            "reboot",
-            "syslog",
-            "quotactl",
-            "fanotify_init",
-            "lookup_dcookie",
-            "vhangup",
-        ),
-        "whole-system administration",
-    ),
-    (
-        ("iopl", "ioperm", "modify_ldt", "uselib"),
-        "x86 I/O ports, the LDT and a.out libraries: hardware and legacy attack surface",
-    ),
-    (
-        (
-            "settimeofday",
-            "clock_settime",
-            "clock_adjtime",
-            "adjtimex",
-            "sethostname",
-            "setdomainname",
-        ),
-        "changes the clock or the host's names, which belong to the whole machine",
-    ),
-    (
-        ("mbind", "migrate_pages", "move_pages"),
-        "NUMA placement, which can move other processes' pages",
-    ),
-)
 
 DEFAULT_DENY: tuple[str, ...] = tuple(name for names, _ in DENY_GROUPS for name in names)
 
