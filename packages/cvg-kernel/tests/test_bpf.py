@@ -540,6 +540,30 @@ def reference(
     for call in names & set(send_flags):
         if low[send_flags[call]] & 0x20000000:  # MSG_FASTOPEN: always refused
             return err(errno.EPERM)
+    if "listen" in names and spec.get("listen", True) is False:
+        return err(errno.EPERM)
+    if "socketpair" in names:
+        if low[0] != 1:  # AF_UNIX only
+            return err(errno.EAFNOSUPPORT)
+        kind = low[1] & 0xF
+        dgram = any(
+            FAMILIES.get(e["family"], e["family"]) == 1
+            and 2 in [TYPES.get(t, t) for t in e.get("types", UNNAMED_ENTRY_TYPES)]
+            and (e.get("protocols") is None or 0 in e["protocols"])
+            for e in spec["sockets"]
+        )
+        return ALLOW if kind in (1, 5) or (kind == 2 and dgram) else err(errno.EPERM)
+    # Calls aimed at another process: only the caller itself (pid 0), PRIO_PROCESS and
+    # IOPRIO_WHO_PROCESS with who 0, and prlimit64 on another pid only with no new limit.
+    if "prlimit64" in names:
+        return ALLOW if low[0] == 0 or args[2] == 0 else err(errno.EPERM)
+    if "setpriority" in names:
+        return ALLOW if low[0] == 0 and low[1] == 0 else err(errno.EPERM)
+    if "ioprio_set" in names:
+        return ALLOW if low[0] == 1 and low[1] == 0 else err(errno.EPERM)
+    pid_first = {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"}
+    if names & (pid_first | {"get_robust_list"}):
+        return ALLOW if low[0] == 0 else err(errno.EPERM)
     return ALLOW
 
 

@@ -49,7 +49,7 @@ _LANDLOCK_KEYS = frozenset(
      "required"}
 )  # fmt: skip
 _SECCOMP_KEYS = frozenset(
-    {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny",
+    {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny", "listen",
      "memfd_noexec", "allow", "on_violation"}
 )  # fmt: skip
 _RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
@@ -365,7 +365,7 @@ def _prepare_seccomp(spec: Mapping[str, Any], arch: str) -> seccomp.Filter:
         if not isinstance(spec["sockets"], list):
             raise PlanError("$.seccomp.sockets: must be a list")
         kwargs["sockets"] = tuple(spec["sockets"])
-    for key in ("clone_namespaces", "memfd_noexec"):
+    for key in ("clone_namespaces", "memfd_noexec", "listen"):
         if key in spec:
             if not isinstance(spec[key], bool):
                 raise PlanError(f"$.seccomp.{key}: must be true or false")

@@ -34,6 +34,7 @@ from cvg_kernel.bpf import (
     Assembler,
     BpfError,
     Instruction,
+    arg_high,
     arg_low,
     disassemble,
     ret_errno,
@@ -80,6 +81,30 @@ MSG_FASTOPEN = 0x20000000
 _SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
 MFD_NOEXEC_SEAL = 0x0008
 MFD_EXEC = 0x0010
+
+# Calls that change another process when given its pid (or a process group, or every
+# process of the user): measured here, a same-user process outside the sandbox could be
+# given RLIMIT_CPU=1 (killed, round the signal scope), its nice value, CPU affinity,
+# scheduling policy and I/O priority changed, and cvg-run's own RLIMIT_NOFILE set to 0.
+# Each call is allowed only on the caller itself. An entry lists alternatives, each a
+# conjunction of (argument word, value); a call matching none gets EPERM. pid_t and
+# id_t are 32 bits wide, so the low word is the whole argument.
+PRIO_PROCESS = 0
+IOPRIO_WHO_PROCESS = 1
+SELF_ONLY: Mapping[str, tuple[tuple[tuple[int, int], ...], ...]] = {
+    # pid 0 is the caller; another pid only to read its limits (new_limit NULL).
+    "prlimit64": (((arg_low(0), 0),), ((arg_low(2), 0), (arg_high(2), 0))),
+    # PRIO_PGRP and PRIO_USER reach the process group and every process of the user.
+    "setpriority": (((arg_low(0), PRIO_PROCESS), (arg_low(1), 0)),),
+    "sched_setaffinity": (((arg_low(0), 0),),),
+    "sched_setscheduler": (((arg_low(0), 0),),),
+    "sched_setparam": (((arg_low(0), 0),),),
+    "sched_setattr": (((arg_low(0), 0),),),
+    "ioprio_set": (((arg_low(0), IOPRIO_WHO_PROCESS), (arg_low(1), 0)),),
+    # Another process's robust futex list address: a pointer into its memory layout.
+    "get_robust_list": (((arg_low(0), 0),),),
+}
+AF_UNIX = 1
 
 # asm-generic/ioctls.h values, shared by x86_64 and aarch64.
 IOCTL_REQUESTS: dict[str, int] = {
@@ -153,6 +178,7 @@ SPEC_KEYS = frozenset(
         "clone_namespaces",
         "ioctl_deny",
         "memfd_noexec",
+        "listen",
     }
 )
 
@@ -269,6 +295,7 @@ def compile_spec(
     memfd_noexec: bool = True,
     allow: Iterable[str] | None = None,
     on_violation: str = "errno",
+    listen: bool = True,
 ) -> Compiled:
     """:func:`build_program`, keeping comments and the names skipped for this arch."""
     numbers = table(arch)
@@ -318,7 +345,11 @@ def compile_spec(
             raise SeccompError(f"unknown ioctl {name!r}; known: {', '.join(IOCTL_REQUESTS)}")
         ioctl_numbers.append((name, IOCTL_REQUESTS[name]))
     rules = socket_rules(sockets)
-    for flag, value in (("clone_namespaces", clone_namespaces), ("memfd_noexec", memfd_noexec)):
+    for flag, value in (
+        ("clone_namespaces", clone_namespaces),
+        ("memfd_noexec", memfd_noexec),
+        ("listen", listen),
+    ):
         if not isinstance(value, bool):
             raise SeccompError(f"{flag} must be true or false, not {value!r}")
 
@@ -336,6 +367,10 @@ def compile_spec(
     for what in ("kill", "enosys", "deny"):
         for _, nr in resolved[what]:
             asm.jeq(nr, what, comment=what)
+    # listen() on an unbound TCP socket binds an ephemeral port without bind(), where
+    # Landlock's bind rule would look: with nothing to listen on, refuse the call.
+    if not listen and "listen" not in owner:
+        asm.jeq(numbers["listen"], "eperm", comment="listen: no tcp_bind, no unix")
 
     # 4-7. Argument filters, unless a list above already decided the whole syscall,
     #      or an allow list leaves it out (then it is refused whatever its arguments).
@@ -357,6 +392,13 @@ def compile_spec(
         blocks.append("memfd_create")
     for call in _SEND_FLAGS_ARG:
         if filtered(call):
+            asm.jeq(numbers[call], call)
+            blocks.append(call)
+    if filtered("socketpair"):
+        asm.jeq(numbers["socketpair"], "socketpair")
+        blocks.append("socketpair")
+    for call in SELF_ONLY:
+        if call in numbers and filtered(call):
             asm.jeq(numbers[call], call)
             blocks.append(call)
     # 8. Everything else: allowed, or with an allow list, allowed only if listed.
@@ -389,6 +431,11 @@ def compile_spec(
             asm.label(call)
             asm.load(arg_low(index), comment=f"{call} flags")
             asm.jset(MSG_FASTOPEN, "eperm", "allow", comment="MSG_FASTOPEN")
+    if "socketpair" in blocks:
+        _socketpair_block(asm, rules)
+    for call, alternatives in SELF_ONLY.items():
+        if call in blocks:
+            _self_only_block(asm, call, alternatives)
     # Shared verdicts last: the kernel wants a ret at the end, and jumps only go forward.
     asm.label("allow")
     asm.ret(SECCOMP_RET_ALLOW)
@@ -480,6 +527,47 @@ def _socket_block(asm: Assembler, rules: Sequence[SocketRule]) -> None:
             asm.ja(nope)
 
 
+def _unix_dgram_allowed(rules: Sequence[SocketRule]) -> bool:
+    return any(
+        r.family == AF_UNIX
+        and SOCKET_TYPES["dgram"] in r.types
+        and (r.protocols is None or 0 in r.protocols)
+        for r in rules
+    )
+
+
+def _socketpair_block(asm: Assembler, rules: Sequence[SocketRule]) -> None:
+    # A stream or seqpacket pair is connected to itself for good: connect() gets EISCONN
+    # and an address given to send is refused. A datagram socket of a pair can still
+    # sendto() or connect() any pathname or abstract socket it can name, so it is only
+    # allowed where the policy lets the tool make unix datagram sockets anyway.
+    asm.label("socketpair")
+    asm.load(arg_low(0), comment="socketpair family")
+    asm.jeq(AF_UNIX, None, "socketpair family", comment="AF_UNIX")
+    asm.load(arg_low(1), comment="socketpair type")
+    asm.and_(_SOCK_TYPE_MASK)
+    asm.jeq(SOCKET_TYPES["stream"], "allow")
+    if _unix_dgram_allowed(rules):
+        asm.jeq(SOCKET_TYPES["dgram"], "allow", comment="unix dgram granted")
+    asm.jeq(SOCKET_TYPES["seqpacket"], "allow", "eperm")
+    asm.label("socketpair family")
+    asm.ret(ret_errno(_errno.EAFNOSUPPORT), comment="socketpair: only AF_UNIX")
+
+
+def _self_only_block(
+    asm: Assembler, call: str, alternatives: Sequence[Sequence[tuple[int, int]]]
+) -> None:
+    asm.label(call)
+    for i, conjunction in enumerate(alternatives):
+        nope = "eperm" if i == len(alternatives) - 1 else f"{call} or {i + 1}"
+        if i:
+            asm.label(f"{call} or {i}")
+        for j, (offset, value) in enumerate(conjunction):
+            last = j == len(conjunction) - 1
+            asm.load(offset, comment=f"{call}: only the caller itself")
+            asm.jeq(value, "allow" if last else None, nope)
+
+
 def build_program(
     arch: str,
     *,
@@ -493,6 +581,7 @@ def build_program(
     memfd_noexec: bool = True,
     allow: Iterable[str] | None = None,
     on_violation: str = "errno",
+    listen: bool = True,
 ) -> list[Instruction]:
     """Compile a plan's ``seccomp`` section into a BPF program for ``arch``.
 
@@ -523,6 +612,7 @@ def build_program(
         memfd_noexec=memfd_noexec,
         allow=allow,
         on_violation=on_violation,
+        listen=listen,
     ).program
 
 

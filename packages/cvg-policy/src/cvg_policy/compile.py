@@ -447,6 +447,8 @@ def compile_report(
             )
         allow.add(name)
     seccomp: dict[str, Any] = {"sockets": sockets}
+    if not (net.tcp_bind or net.unix):
+        seccomp["listen"] = False
     if policy.syscalls.mode == "allowlist":
         # The deny list still decides first: a listed deny-list call stays denied unless
         # the risk was accepted (cvg-validate --accept-risk), so an allow list generated

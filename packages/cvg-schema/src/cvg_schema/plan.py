@@ -305,6 +305,14 @@ class Seccomp(CvgModel):
         default=True,
         description="`memfd_create` without MFD_NOEXEC_SEAL, or with MFD_EXEC, gets EPERM.",
     )
+    listen: bool = Field(
+        default=True,
+        description=(
+            "When false, `listen` gets EPERM. The compiler writes false when the policy "
+            "grants neither `tcp_bind` nor unix sockets: listen() on an unbound TCP socket "
+            "binds an ephemeral port without calling bind(), out of Landlock's sight."
+        ),
+    )
     allow: list[SyscallName] | None = Field(
         default=None,
         description=(
@@ -348,6 +356,8 @@ class Seccomp(CvgModel):
             data.pop("allow", None)
             if self.on_violation == "errno":
                 data.pop("on_violation", None)
+        if self.listen and isinstance(data, dict):
+            data.pop("listen", None)  # plans that allow listen dump as they always did
         return data
 
 
