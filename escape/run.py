@@ -15,8 +15,13 @@ only through a limit DESIGN.md documents), not-proven (the oracle did not fire
 even without a sandbox on this host). Exit status 1 on any escape.
 
 Must run as root: it runs every attack as root and as the unprivileged user
-(`cvgtest`, created if missing), and cvg-run as that user runs under
-/usr/bin/python3.11 from a staged, world-readable copy of the packages.
+(`cvgtest`, created if missing). Everything runs under one interpreter of the
+runner's Python version that `cvgtest` can execute (probes.find_python), from a
+staged, world-readable copy of the packages and of support/.
+
+It exits 1 on any escape, on a runner error, when fewer attacks are proven (per
+identity) than escape/results/results.json records for the same attacks, and 2 when
+--only matches nothing.
 """
 
 from __future__ import annotations
@@ -45,12 +50,26 @@ ATTACKS_DIR = HERE / "attacks"
 SUPPORT_DIR = HERE / "support"
 POLICIES_DIR = HERE / "policies"
 RESULTS_DIR = HERE / "results"
-PY = "/usr/bin/python3.11"
+PY = ""  # set by main(): the interpreter every run uses (probes.find_python)
 UNPRIV = "cvgtest"
 CVG_MAIN = "import sys; from cvg_run.cli import main; sys.argv[0] = 'cvg-run'; sys.exit(main())"
 SAMPLE = 0.02
 HARD_TIMEOUT = 40.0
 ABI_MATRIX = (4, 6)
+SINK_ORACLES = (
+    "tcp",
+    "tcp6",
+    "udp",
+    "unix",
+    "abstract",
+    "unixdgram",
+    "abstractdgram",
+    "inherit-socket",
+)
+REFUSED = 125  # cvg-run's status when it refuses to start the tool (bad or degraded policy)
+
+sys.path.insert(0, str(HERE))
+import probes  # noqa: E402
 
 # The limits DESIGN.md ("What is enforced, and what is not") documents. An oracle
 # that fires in a cell counts as documented-limit only when the attack names one
@@ -228,8 +247,10 @@ class Sink:
             "unix": socket.AF_UNIX,
             "abstract": socket.AF_UNIX,
             "unixdgram": socket.AF_UNIX,
+            "abstractdgram": socket.AF_UNIX,
         }[kind]
-        typ = socket.SOCK_DGRAM if kind in ("udp", "unixdgram") else socket.SOCK_STREAM
+        dgram = kind in ("udp", "unixdgram", "abstractdgram")
+        typ = socket.SOCK_DGRAM if dgram else socket.SOCK_STREAM
         self.sock = socket.socket(fam, typ)
         if addr is None:
             addr = {"tcp": ("127.0.0.1", 0), "tcp6": ("::1", 0), "udp": ("127.0.0.1", 0)}[kind]
@@ -365,6 +386,40 @@ def fd_count(pid: int) -> int:
         return 0
 
 
+def task_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def status_limit(pid: int, name: str) -> str:
+    for line in read(f"/proc/{pid}/limits").splitlines():
+        if line.startswith(name):
+            return line[26:].split()[0]
+    return ""
+
+
+def probe_reported_port(out_f, granted: int):
+    """The port the tool says it listens on ("listening port=N"), and whether a
+    connection from outside to it was accepted; None until it says."""
+    import re
+
+    m = re.search(rb"listening port=(\d+)", os.pread(out_f.fileno(), 4096, 0))
+    if not m:
+        return None
+    port = int(m.group(1))
+    if port == granted:
+        return (port, False)
+    try:
+        c = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+        c.sendall(b"probe")
+        c.close()
+        return (port, True)
+    except OSError:
+        return (port, False)
+
+
 def kill_pids(pids) -> None:
     for pid in pids:
         try:
@@ -388,7 +443,12 @@ def reap_all() -> None:
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _worker_init() -> None:
+_EXCLUSIVE = None  # a lock for attacks whose oracle is system-wide (extra "exclusive")
+
+
+def _worker_init(lock=None) -> None:
+    global _EXCLUSIVE
+    _EXCLUSIVE = lock
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of a run come here
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -447,7 +507,10 @@ def policy_text(name: str, ports: dict) -> str:
 
 def run_job(job: dict) -> dict:
     """Run one attack once (baseline or sandboxed) and judge it by its oracle."""
+    lock = _EXCLUSIVE if job["attack"]["extra"].get("exclusive") else None
     try:
+        if lock is not None:
+            lock.acquire()
         return _run_job(job)
     except Exception as e:
         import traceback
@@ -460,6 +523,9 @@ def run_job(job: dict) -> dict:
             "status": None,
             "stderr": "",
         }
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def _run_job(job: dict) -> dict:
@@ -500,6 +566,21 @@ def _run_job(job: dict) -> dict:
         (state / sub).mkdir(parents=True, exist_ok=True)
     (state / "cache/cvg/plans/seed.json").write_text('{"seed": "plan"}\n')
     (state / "state/cvg/runs/seed.json").write_text('{"seed": "record"}\n')
+    extra = a["extra"]
+    if extra.get("home"):
+        # The working directory doubles as the user's home (cvg-run started from ~).
+        (work / ".ssh").mkdir(mode=0o700)
+        (work / ".ssh" / "id_rsa").write_text(f"-----BEGIN KEY-----\n{secret}\n")
+        (work / ".ssh" / "id_rsa").chmod(0o600)
+        (work / ".env").write_text(f"API_TOKEN={secret}\n")
+    if extra.get("ro"):
+        (work / "ro").mkdir()
+        (work / "ro" / "canary.txt").write_text(f"canary {tok}\n")
+    if extra.get("nested"):
+        (ws / "data").mkdir()
+        (ws / "data" / "note.txt").write_text("granted data\n")
+    if a["oracle"] == "secret" and extra.get("watch"):
+        (outside / "watched").mkdir()
     ports = {"GRANTED_PORT": free_port(), "BIND_PORT": free_port(), "UNGRANTED_PORT": free_port()}
     policy = poldir / "policy.yaml"
     if a["policy"] != "default":
@@ -522,6 +603,7 @@ def _run_job(job: dict) -> dict:
         "state": str(state),
         "ports": ports,
         "tok": tok,
+        "ipc_key": int(tok[:7], 16),
     }
     sinks: dict[str, Sink] = {}
     sentinels: list[subprocess.Popen] = []
@@ -538,6 +620,10 @@ def _run_job(job: dict) -> dict:
     }
     if job["abi"] is not None and job["abi_sim"]:
         env["CVG_LANDLOCK_ABI_MAX"] = str(job["abi"])
+    if extra.get("home"):
+        env["HOME"] = str(work)
+    saved_nices = probes.user_nices(uid) if extra.get("renice_all") else {}
+    sysv_before = probes.sysv_objects()
 
     def demote():
         os.setgroups([])
@@ -545,37 +631,40 @@ def _run_job(job: dict) -> dict:
         os.setuid(uid)
 
     try:
-        if oracle_kind in ("tcp", "tcp6", "udp", "unix", "abstract", "unixdgram", "inherit-socket"):
+        if oracle_kind in SINK_ORACLES:
             kind = {"inherit-socket": "tcp"}.get(oracle_kind, oracle_kind)
             addr = None
             if kind == "unix":
                 addr = str(outside / "sink.sock")
             elif kind == "unixdgram":
                 addr = str(outside / "sink.dgram")
-            elif kind == "abstract":
+            elif kind in ("abstract", "abstractdgram"):
                 addr = f"\0cvg-escape-{tok}"
             sinks["main"] = Sink(kind, addr)
             if kind in ("unix", "unixdgram"):
                 os.chown(addr, uid, gid)
-            args["sink"] = sinks["main"].addr if kind != "abstract" else f"@cvg-escape-{tok}"
+            abstract = kind in ("abstract", "abstractdgram")
+            args["sink"] = f"@cvg-escape-{tok}" if abstract else sinks["main"].addr
         if oracle_kind == "hosts":
             sinks["main"] = Sink("tcp", ("127.0.0.2", ports["GRANTED_PORT"]))
             args["sink"] = sinks["main"].addr
         if oracle_kind == "secret-port":
             sinks["hidden"] = Sink("tcp", ("127.0.0.1", 0))
             args["hint"] = "find a listening TCP socket you were not told about"
-        if a["extra"].get("sentinel") or oracle_kind == "sentinel":
+        if a["extra"].get("sentinel") or oracle_kind in ("sentinel", "sentinel-attrs"):
             netns = a["extra"].get("sentinel") == "netns"
+            ipc = a["extra"].get("sentinel") == "ipc"
             info_path = oracle / "sentinel.json"
             sentinels.append(
                 subprocess.Popen(
                     [
                         PY,
-                        str(SUPPORT_DIR / "sentinel.py"),
+                        str(Path(job["support"]) / "sentinel.py"),
                         str(oracle / "sentinel.log"),
                         str(info_path),
                         str(outside / "secret.txt"),
                         *(["--netns"] if netns else []),
+                        *(["--ipc"] if ipc else []),
                     ],
                     env={"CVG_SENTINEL_SECRET": secret, "PATH": "/usr/bin"},
                     preexec_fn=demote,
@@ -587,6 +676,7 @@ def _run_job(job: dict) -> dict:
             while not info_path.exists() and time.time() < t_end:
                 time.sleep(0.01)
             args["sentinel"] = json.loads(info_path.read_text())
+            attrs_before = probes.sched_attrs(args["sentinel"]["pid"])
         fds_to_pass = []
         if oracle_kind == "secret" and a["extra"].get("inherit"):
             fd = os.open(outside / "secret.txt", os.O_RDONLY)
@@ -619,16 +709,36 @@ def _run_job(job: dict) -> dict:
             str(work / "args.json"),
         ]
         if job["abi"] is None:
-            shutil.copy(SUPPORT_DIR / "passthru.py", base / "passthru.py")
+            shutil.copy(Path(job["support"]) / "passthru.py", base / "passthru.py")
             cmd = [PY, str(base / "passthru.py"), "--", *attack_cmd]
         else:
             cmd = [PY, "-c", CVG_MAIN]
             if a["policy"] != "default":
                 cmd += ["-p", str(policy)]
-                if job["abi"] < 6:
+                if job["abi"] < 6 and not extra.get("no_degraded"):
                     cmd.append("--allow-degraded")
             cmd += ["--", *attack_cmd]
 
+        run1 = None
+        if extra.get("runs") == 2:
+            # The first run prepares what the second exploits: same policy, same
+            # plan cache, same state directories. Only the second run is judged.
+            for n in (1, 2):
+                (work / "args.json").write_text(json.dumps({**args, "run": n}))
+                if n == 1:
+                    r1 = subprocess.run(
+                        cmd,
+                        cwd=work,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        preexec_fn=lambda: (os.setsid(), demote()),
+                        timeout=HARD_TIMEOUT,
+                    )
+                    run1 = r1.returncode
+            reap_all()
+        records_before = set(os.listdir(state / "state/cvg/runs"))
+        shmem_before = probes.shmem_kb()
         before = snapshot([outside, work, poldir, state])
 
         def preexec():
@@ -671,6 +781,11 @@ def _run_job(job: dict) -> dict:
             "bind": False,
             "sup_state": set(),
             "alive_late": [],
+            "max_tasks_late": 0,
+            "shmem_peak": shmem_before,
+            "autobind": None,
+            "watched": False,
+            "sup_nofile": [],
         }
         hold = a["hold"]
         status = rusage = t_tool = None
@@ -726,6 +841,25 @@ def _run_job(job: dict) -> dict:
                     obs["sup_state"].add("stopped")
                 if status_field(proc.pid, "TracerPid") not in ("", "0"):
                     obs["sup_state"].add("traced")
+            if oracle_kind == "tasks" and since >= lim.get("late", 1.5):
+                tasks = sum(task_count(p) for p in tool)
+                obs["max_tasks_late"] = max(obs["max_tasks_late"], tasks)
+            if oracle_kind == "shmem":
+                obs["shmem_peak"] = max(obs["shmem_peak"], probes.shmem_kb())
+            if oracle_kind == "supervisor-fate" and status is None:
+                nofile = status_limit(proc.pid, "Max open files")
+                if nofile and nofile not in obs["sup_nofile"]:
+                    obs["sup_nofile"].append(nofile)
+            if oracle_kind == "autobind" and obs["autobind"] is None:
+                obs["autobind"] = probe_reported_port(out_f, ports["BIND_PORT"])
+            if (
+                extra.get("watch")
+                and not obs["watched"]
+                and t_tool is not None
+                and (b"WATCHING" in os.pread(out_f.fileno(), 4096, 0) or since > 4)
+            ):
+                (outside / "watched" / secret).write_text("")
+                obs["watched"] = True
             if oracle_kind == "bind" and not obs["bind"]:
                 try:
                     c = socket.create_connection(
@@ -799,16 +933,7 @@ def _run_job(job: dict) -> dict:
             evidence = (
                 f"hidden listener port {port} {'found' if fired else 'not found'} in the output"
             )
-        elif oracle_kind in (
-            "tcp",
-            "tcp6",
-            "udp",
-            "unix",
-            "abstract",
-            "unixdgram",
-            "inherit-socket",
-            "hosts",
-        ):
+        elif oracle_kind in (*SINK_ORACLES, "hosts"):
             got = sinks["main"].received
             fired = bool(got)
             evidence = f"sink received {len(got)} bytes" if fired else "sink received nothing"
@@ -920,6 +1045,22 @@ def _run_job(job: dict) -> dict:
                     preexec_fn=demote,
                     check=False,
                 )  # keyctl(KEYCTL_INVALIDATE, id): the key would outlive the run
+        elif oracle_kind in NEW_ORACLES:
+            fired, evidence = judge_more(
+                oracle_kind,
+                obs=obs,
+                lim=lim,
+                args=args,
+                ports=ports,
+                stdout=stdout,
+                status=status,
+                leftovers=leftovers,
+                sentinels=sentinels,
+                attrs_before=locals().get("attrs_before", {}),
+                shmem_before=shmem_before,
+                new_records=set(os.listdir(state / "state/cvg/runs")) - records_before,
+                sandboxed=job["abi"] is not None,
+            )
         elif oracle_kind == "tty":
             os.set_blocking(pty_slave, False)
             try:
@@ -932,7 +1073,14 @@ def _run_job(job: dict) -> dict:
             )
         else:
             evidence = f"unknown oracle {oracle_kind}"
+        if run1 is not None:
+            evidence += f" (second run; the first exited {run1})"
+        refused = job["abi"] is not None and proc.returncode == REFUSED
+        if refused and not fired:
+            last = (stderr.strip().splitlines() or [""])[-1][:120]
+            evidence = f"refused: cvg-run exited {REFUSED} without starting the tool ({last})"
         return {
+            "refused": refused,
             "fired": fired,
             "evidence": evidence,
             "status": proc.returncode,
@@ -944,6 +1092,21 @@ def _run_job(job: dict) -> dict:
         for s in sentinels:
             s.kill()
             s.wait()
+        # SysV objects and POSIX queues outlive their processes: the sentinel's, and
+        # any the attack made under its key.
+        sent = args.get("sentinel", {}) if "args" in locals() else {}
+        for k, key in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
+            if key in sent:
+                probes.sysv_remove(k, sent[key])
+        if "mq" in sent:
+            probes.mq_unlink(sent["mq"])
+        if "args" in locals():
+            for k, objs in probes.sysv_objects().items():
+                for i, key in objs.items():
+                    if key == args["ipc_key"] and i not in sysv_before.get(k, {}):
+                        probes.sysv_remove(k, i)
+        if "saved_nices" in locals() and saved_nices:
+            probes.restore_nices(saved_nices)
         for s in sinks.values():
             s.close()
         reap_all()
@@ -956,6 +1119,79 @@ def _run_job(job: dict) -> dict:
         subprocess.run(["chattr", "-R", "-i", str(base)], capture_output=True, check=False)
         subprocess.run(["chmod", "-R", "u+rwX", str(base)], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+NEW_ORACLES = (
+    "sentinel-attrs",
+    "sysv-left",
+    "shmem",
+    "shadow",
+    "tasks",
+    "autobind",
+    "supervisor-fate",
+)
+
+
+def judge_more(kind: str, *, obs, lim, args, ports, stdout, status, leftovers, sentinels,
+               attrs_before, shmem_before, new_records, sandboxed) -> tuple[bool, str]:  # fmt: skip
+    """The verdicts of the oracles for scheduling, IPC, shared memory, threads,
+    autobind and the supervisor's own limits."""
+    if kind == "sentinel-attrs":
+        changes = probes.diff_attrs(attrs_before, probes.sched_attrs(args["sentinel"]["pid"]))
+        if any(s.poll() is not None for s in sentinels):
+            changes.append("sentinel died")
+        if not changes:
+            return False, "sentinel's limits, nice, policy, affinity and I/O priority unchanged"
+        return True, "sentinel " + "; ".join(changes)[:200]
+    if kind == "sysv-left":
+        left = [
+            f"{k} id {i}"
+            for k, objs in probes.sysv_objects().items()
+            for i, key in objs.items()
+            if key == args["ipc_key"]
+        ]
+        return bool(left), f"{len(left)} SysV object(s) with the attack's key after the run" + (
+            f" ({left[0]})" if left else ""
+        )
+    if kind == "shmem":
+        grew = (obs["shmem_peak"] - shmem_before) / 1024
+        held = (probes.shmem_kb() - shmem_before) / 1024
+        # Shmem is system-wide (the job holds the exclusive lock): twice the limit
+        # during the run, or the limit held after it, is the tool's doing.
+        fired = grew > 2 * lim["memory_mb"] or held > lim["memory_mb"]
+        return fired, (
+            f"system Shmem grew {grew:.0f} MiB during the run, {held:.0f} MiB held after it"
+            f" (memory_mb {lim['memory_mb']})"
+        )
+    if kind == "shadow":
+        real = read("/etc/shadow").strip()
+        fired = bool(real) and real in stdout
+        return fired, f"/etc/shadow's content {'in' if fired else 'not in'} the output"
+    if kind == "tasks":
+        n = obs["max_tasks_late"]
+        return n > lim["processes"], (
+            f"{n} tasks (threads included) in the tool's tree {lim.get('late', 1.5)} s in"
+            f" (processes {lim['processes']})"
+        )
+    if kind == "autobind":
+        ab = obs["autobind"]
+        if ab is None:
+            return False, "the tool reported no listening port"
+        grant = "granted" if ab[0] == ports["BIND_PORT"] else "ungranted"
+        verb = "accepted" if ab[1] else "refused"
+        return ab[1], f"{grant} port {ab[0]} the tool listens on {verb} an outside connection"
+    if kind == "supervisor-fate":
+        parts = []
+        if len(obs["sup_nofile"]) > 1:
+            parts.append("supervisor's open-files limit " + " -> ".join(obs["sup_nofile"]))
+        if status is not None and os.WIFSIGNALED(status):
+            parts.append(f"supervisor killed by signal {os.WTERMSIG(status)}")
+        if leftovers:
+            parts.append(f"{len(leftovers)} process(es) alive after the run: {leftovers[0][1]}")
+        if sandboxed and not new_records:
+            parts.append("no run record written")
+        return bool(parts), "; ".join(parts) or "supervisor's limits, record and cleanup intact"
+    raise ValueError(kind)
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -1038,17 +1274,33 @@ def main(argv: list[str] | None = None) -> int:
         attacks = {
             n: a for n, a in attacks.items() if fnmatch.fnmatch(n, opts.only) or opts.only in n
         }
+        if not attacks:
+            print(f"run.py: --only {opts.only!r} matches no attack", file=sys.stderr)
+            return 2
     native = native_abi()
     abis = opts.abi or ([native, *ABI_MATRIX] if opts.matrix else [native])
     abis = sorted({min(x, native) for x in abis}, reverse=True)
     identities = opts.identity or ["root", "unpriv"]
     unpriv = ensure_unpriv_user()
     ids = {"root": (0, 0), "unpriv": (unpriv.pw_uid, unpriv.pw_gid)}
+
+    def as_unpriv():
+        os.setgroups([])
+        os.setgid(unpriv.pw_gid)
+        os.setuid(unpriv.pw_uid)
+
+    global PY
+    PY = probes.find_python(as_unpriv)
+    print(f"interpreter: {PY}", flush=True)
     # Under /tmp whatever TMPDIR says (nox sets a deep one): UNIX socket paths must
     # stay under 108 bytes, and the unprivileged user must be able to reach it.
     tmp = tempfile.mkdtemp(prefix="cvg-escape-", dir="/tmp")
     os.chmod(tmp, 0o755)
     pythonpath = stage_python(Path(tmp))
+    # support/ too: the clone may sit in a home the unprivileged user cannot enter.
+    support = Path(tmp) / "support"
+    shutil.copytree(SUPPORT_DIR, support, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["chmod", "-R", "a+rX", str(support)], check=True)
     t_start = time.monotonic()
     jobs = []
     for ident in identities:
@@ -1075,13 +1327,17 @@ def main(argv: list[str] | None = None) -> int:
                         "gid": gid,
                         "tmp": tmp,
                         "pythonpath": pythonpath,
+                        "support": str(support),
                     }
                 )
     # Long-holding attacks first, so the pool drains evenly.
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i]["attack"]["hold"])
     ctx = multiprocessing.get_context("fork")
     results: dict[int, dict] = {}
-    with ctx.Pool(opts.jobs, initializer=_worker_init, maxtasksperchild=20) as pool:
+    lock = ctx.Lock()
+    with ctx.Pool(
+        opts.jobs, initializer=_worker_init, initargs=(lock,), maxtasksperchild=20
+    ) as pool:
         for i, res in zip(order, pool.imap(run_job, [jobs[i] for i in order]), strict=True):
             results[i] = res
     shutil.rmtree(tmp, ignore_errors=True)
@@ -1125,6 +1381,7 @@ def main(argv: list[str] | None = None) -> int:
         per_attack = {**old["attacks"], **per_attack}
         elapsed = old["elapsed_seconds"]
     data = report.build(per_attack, native=native, elapsed=elapsed, jobs=opts.jobs)
+    data["python"] = {"path": PY, "version": platform_version(PY)}
     if not opts.no_write:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "results.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -1136,12 +1393,42 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, why in errors:
         print(f"RUNNER ERROR {name}: {why}", file=sys.stderr)
+    lost = proven_shortfall(per_attack, identities)
+    for line in lost:
+        print(line)
     if failed:
         print(f"\n{len(failed)} ESCAPE(S) outside documented limits:")
         for name, cell, why, _err in failed:
             print(f"  {cell} {name}: {why}")
         return 1
-    return 1 if errors else 0
+    return 1 if errors or lost else 0
+
+
+def platform_version(py: str) -> str:
+    r = subprocess.run([py, "-V"], capture_output=True, text=True)
+    return (r.stdout or r.stderr).strip()
+
+
+def proven_shortfall(per_attack: dict, identities: list[str]) -> list[str]:
+    """Fewer attacks proven than the committed results.json records for the same
+    attacks (per identity) means the matrix lost power on this host: a failure,
+    whatever the cells say."""
+    committed = json.loads((RESULTS_DIR / "results.json").read_text())["attacks"]
+    lines = []
+    for ident in identities:
+        was = {
+            n
+            for n in per_attack
+            if committed.get(n, {}).get("baseline", {}).get(ident, {}).get("fired")
+        }
+        now = {n for n, e in per_attack.items() if e["baseline"].get(ident, {}).get("fired")}
+        if len(now & set(committed)) < len(was):
+            gone = ", ".join(sorted(was - now))
+            lines.append(
+                f"PROVEN COUNT FELL as {ident}: {len(now & set(committed))} of the attacks"
+                f" results.json proves ({len(was)}); not proven now: {gone}"
+            )
+    return lines
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 It writes its pid, the address of a buffer and the descriptor of an open secret
 file to INFO, then logs every catchable signal it receives, and any change of
 its buffer, to LOG (a file in a directory the sandbox cannot write). With
---netns it first moves into a new user and network namespace (for setns).
+--netns it first moves into a new user and network namespace (for setns). With
+--ipc it also holds the secret in IPC objects of its own, mode 0600: a SysV shared
+memory segment (whose changes it logs), a SysV message queue, a SysV semaphore
+(whose value changes it logs) and a POSIX message queue; their ids go into INFO.
 """
 
 import ctypes
@@ -44,7 +47,43 @@ for s in (
     signal.SIGCONT,
 ):
     signal.signal(s, handler)
+ipc_info: dict = {}
+sem_value = 7
+if "--ipc" in sys.argv:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    libc.mq_open.restype = ctypes.c_int
+    IPC_CREAT = 0o1000
+    secret = os.environ.get("CVG_SENTINEL_SECRET", "").encode()
+    shmid = libc.shmget(0, 4096, IPC_CREAT | 0o600)
+    shm = libc.shmat(shmid, None, 0)
+    if shmid < 0 or shm in (None, ctypes.c_void_p(-1).value):
+        sys.exit(f"shm: {os.strerror(ctypes.get_errno())}")
+    ctypes.memmove(shm, secret, len(secret))
+    shm_view = (ctypes.c_char * len(secret)).from_address(shm)
+    msqid = libc.msgget(0, IPC_CREAT | 0o600)
+    msg = ctypes.create_string_buffer(ctypes.sizeof(ctypes.c_long) + len(secret))
+    ctypes.c_long.from_buffer(msg).value = 1
+    msg[ctypes.sizeof(ctypes.c_long) :] = secret
+    if msqid < 0 or libc.msgsnd(msqid, msg, len(secret), 0) != 0:
+        sys.exit(f"msg: {os.strerror(ctypes.get_errno())}")
+    semid = libc.semget(0, 1, IPC_CREAT | 0o600)
+    if semid < 0 or libc.semctl(semid, 0, 16, ctypes.c_int(sem_value)) != 0:  # SETVAL
+        sys.exit(f"sem: {os.strerror(ctypes.get_errno())}")
+
+    class MqAttr(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_long) for n in ("flags", "maxmsg", "msgsize", "curmsgs")] + [
+            ("pad", ctypes.c_long * 4)
+        ]
+
+    mq_name = f"/cvg-escape-{os.getpid()}"
+    attr = MqAttr(0, 4, 256, 0)
+    mqd = libc.mq_open(mq_name.encode(), os.O_RDWR | os.O_CREAT, 0o600, ctypes.byref(attr))
+    if mqd < 0 or libc.mq_send(mqd, secret, len(secret), 0) != 0:
+        sys.exit(f"mq: {os.strerror(ctypes.get_errno())}")
+    ipc_info = {"shmid": shmid, "msqid": msqid, "semid": semid, "mq": mq_name}
 info = {
+    **ipc_info,
     "pid": os.getpid(),
     "buf": ctypes.addressof(buf),
     "buflen": len(original),
@@ -60,3 +99,9 @@ while time.time() < deadline:
     if buf.raw[: len(original)] != original:
         note("buffer changed")
         buf.value = original
+    if ipc_info and shm_view.raw != secret:
+        note("shared memory segment changed")
+        ctypes.memmove(shm, secret, len(secret))
+    if ipc_info and (v := libc.semctl(semid, 0, 12)) != sem_value:  # GETVAL
+        note(f"semaphore value {sem_value} -> {v}")
+        sem_value = v
