@@ -6,6 +6,7 @@ child uses the confinement half between fork and exec.
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import signal
@@ -137,13 +138,31 @@ def pidfd_send_signal(pidfd: int, sig: int = signal.SIGKILL) -> None:
     syscall(_NR["pidfd_send_signal"], pidfd, sig, None, 0)
 
 
+# A process that exited (or was reaped) between listing and reading: not an error.
+_GONE = (errno.ENOENT, errno.ESRCH)
+
+
+def gone(e: OSError) -> bool:
+    """Whether ``e`` only says the process it was about no longer exists.
+
+    Anything else (EMFILE when our descriptor limit was lowered, ENFILE, ENOMEM)
+    means the scan could not look, and must never be taken for "no process".
+    """
+    return e.errno in _GONE
+
+
 def parent_of(pid: int) -> int | None:
-    """The ppid of ``pid`` from /proc, or None if it is gone."""
+    """The ppid of ``pid`` from /proc, or None if it is gone.
+
+    Raises OSError when /proc could not be read at all (see ``gone``).
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
-    except OSError:
-        return None
+    except OSError as e:
+        if gone(e):
+            return None
+        raise
     # comm may hold spaces and parentheses: the fields start after the last ')'.
     fields = stat[stat.rindex(b")") + 2 :].split()
     return int(fields[1])
@@ -153,19 +172,60 @@ _HAVE_CHILDREN_FILE = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` (every thread's), from /proc/PID/task/TID/children."""
+    """Direct children of ``pid`` (every thread's), from /proc/PID/task/TID/children.
+
+    [] when ``pid`` is gone; OSError when /proc could not be read (see ``gone``).
+    """
     out: list[int] = []
     try:
         tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
+    except OSError as e:
+        if gone(e):
+            return out
+        raise
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                 out.extend(int(c) for c in f.read().split())
-        except OSError:
-            continue
+        except OSError as e:
+            if gone(e):
+                continue
+            raise
     return out
+
+
+class OwnChildren:
+    """This process's direct children, readable with no new descriptor.
+
+    Opened ahead of time (one descriptor per thread's children file), then read
+    with pread at offset 0, which makes the kernel generate the list afresh. A
+    supervisor whose RLIMIT_NOFILE was lowered to 0 can still find, kill and
+    reap its children this way: as a subreaper it then inherits their
+    children, and so on down the tree.
+    """
+
+    def __init__(self, tids: tuple[int, ...] = ()) -> None:
+        me = os.getpid()
+        self.fds: list[int] = []
+        for tid in dict.fromkeys((me, *tids)):
+            self.fds.append(os.open(f"/proc/{me}/task/{tid}/children", os.O_RDONLY | os.O_CLOEXEC))
+
+    def read(self) -> list[int]:
+        out: list[int] = []
+        for fd in self.fds:
+            chunks: list[bytes] = []
+            while True:
+                chunk = os.pread(fd, 65536, sum(map(len, chunks)))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            out.extend(int(c) for c in b"".join(chunks).split())
+        return out
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 def descendants(root: int) -> list[int]:
@@ -174,7 +234,8 @@ def descendants(root: int) -> list[int]:
     Walks the children files when the kernel has them (CONFIG_PROC_CHILDREN,
     as Debian and Ubuntu do): the cost follows the size of the tree, not of
     the whole process table. Either way it is a racy snapshot, so callers
-    that kill loop until a scan comes back empty.
+    that kill loop until a scan comes back empty. Raises OSError when /proc
+    could not be read: an empty list always means "none".
     """
     if _HAVE_CHILDREN_FILE:
         out: list[int] = []
@@ -188,7 +249,9 @@ def descendants(root: int) -> list[int]:
 
 
 def descendants_by_scan(root: int) -> list[int]:
-    """``descendants`` from one scan of every /proc/PID/stat (the portable way)."""
+    """``descendants`` from one scan of every /proc/PID/stat (the portable way).
+
+    Raises OSError when /proc could not be read (see ``gone``)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():

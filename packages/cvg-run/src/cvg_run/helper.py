@@ -48,6 +48,7 @@ from . import record
 from .supervisor import (
     Outcome,
     SignalCatcher,
+    failed,
     kill_tree,
     not_started,
     read_all,
@@ -57,6 +58,7 @@ from .supervisor import (
     watch,
     which,
 )
+from .tree import Reserve
 
 PR_SET_PDEATHSIG = 1
 MAX_MESSAGE = 1 << 20
@@ -108,6 +110,7 @@ def _runner(
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     scratch = tempfile.mkdtemp(prefix="cvg-warm-")
     prepared = None
+    reserve = None
     status = 0
     try:
         try:
@@ -116,6 +119,8 @@ def _runner(
         except (PlanError, OSError) as e:
             prep_error = str(e)
         process.set_child_subreaper()
+        # Before the tool exists: it may lower this runner's RLIMIT_NOFILE.
+        reserve = Reserve()
         tool = -1
         if prepared is not None:
             tool_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -155,12 +160,12 @@ def _runner(
             )
             start = {"argv": argv, "cwd": cwd, "path": path}
             socket.send_fds(tool_sock, [json.dumps(start).encode()], stdio)
-            outcome = _supervise_started(tool, err_r, plan, request.get("timeout"), t0)
+            outcome = _supervise_started(tool, err_r, plan, request.get("timeout"), t0, reserve)
             outcome.started = started
             outcome.ended = time.time()
         for fd in stdio:
             os.close(fd)  # only the tool holds the owner's pipes: EOF means it is done
-        kill_tree()
+        outcome.leftovers = kill_tree(reserve=reserve)
         rec = record.build(
             run_id=request["run_id"],
             plan=plan,
@@ -188,7 +193,9 @@ def _runner(
         except OSError:
             pass
     finally:
-        kill_tree()
+        kill_tree(reserve=reserve)
+        if reserve is not None:
+            reserve.close()
         if prepared is not None:
             prepared.close()
         if not keep_scratch:
@@ -197,16 +204,27 @@ def _runner(
 
 
 def _supervise_started(
-    tool: int, err_r: int, plan: dict[str, Any], timeout: float | None, t0: float
+    tool: int,
+    err_r: int,
+    plan: dict[str, Any],
+    timeout: float | None,
+    t0: float,
+    reserve: Reserve,
 ) -> Outcome:
-    """Watch a pre-confined tool that has just been told to exec."""
+    """Watch a pre-confined tool that has just been told to exec. Whatever goes
+    wrong while watching ends the run (fail closed), never the runner: the
+    caller still ends the tree and replies with a record."""
     failure = read_all(err_r)
     os.close(err_r)
     wall = plan.get("wall_clock_seconds")
     if timeout is not None:
         wall = timeout if wall is None else min(wall, timeout)
     with SignalCatcher() as sigs:
-        outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan))
+        try:
+            outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan),
+                            reserve=reserve)  # fmt: skip
+        except Exception as e:  # whatever failed, the tree still ends and the run has a record
+            outcome = failed(f"{type(e).__name__}: {e}")
     if failure:
         outcome = start_failure(failure)
     outcome.pid = tool

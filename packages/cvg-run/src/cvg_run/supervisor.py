@@ -31,6 +31,9 @@ from cvg_kernel.plan import (
     exec_status,
 )
 
+from . import tree
+from .tree import Reserve
+
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
     from typing import Any
@@ -45,6 +48,9 @@ FORWARD_GRACE = 2.0
 # so for it the count is the only limit, and it is checked more often.
 SCAN_INTERVAL_ROOT = 0.01
 SCAN_INTERVAL_USER = 0.05
+# Memfds and unlinked in-memory files are found by walking every member's
+# descriptors and maps: slower than the stat scan, so at most this often.
+HELD_INTERVAL = 0.1
 KILL_DEADLINE = 10.0
 
 _subreaper_set = False
@@ -198,52 +204,35 @@ def supervise(
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     t0 = time.monotonic()
+    # Before the fork: once the tool runs it may lower this process's limits.
+    reserve = Reserve()
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     trace_r = trace_w = -1
     strace_argv: list[str] = []
     if tracer is not None:
         trace_r, trace_w = os.pipe2(os.O_CLOEXEC)
         strace_argv = tracer.argv(argv, err_fd=err_w, trace_fd=trace_w)
-    with SignalCatcher() as sigs:
-        try:
-            pid = os.fork()
-        except OSError as e:
-            for fd in (err_r, err_w, trace_r, trace_w):
-                if fd >= 0:
-                    os.close(fd)
-            return not_started(f"fork failed: {e.strerror}")
-        if pid == 0:
-            os.close(err_r)
-            if tracer is None:
-                _child(prepared, argv, cwd, err_w)
-            else:
-                os.close(trace_r)
-                _strace_child(strace_argv, cwd, err_w, [err_w, trace_w, *tracer.child_fds])
-        os.close(err_w)
-        if tracer is None:
-            failure = read_all(err_r)
-            os.close(err_r)
-            outcome = watch(pid, sigs, t0, wall_clock, processes, totals)
-        else:
-            os.close(trace_w)
-            tracer.strace_pid = pid
-            tracer.start(trace_r)
-            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer=tracer)
-            strace_left = _running(pid)
-        if tracer is None:
-            if failure:
-                outcome = start_failure(failure)
-            outcome.leftovers = kill_tree()
-        else:
-            # strace itself is not one of the tool's leftovers.
-            outcome.leftovers = max(kill_tree() - strace_left, 0)
-            tracer.wait()
-            # Every holder of the error pipe is gone now (strace, the launcher; the
-            # tool never had it past exec), so this read ends.
-            failure = read_all(err_r)
-            os.close(err_r)
-            if failure:
-                outcome = start_failure(failure)
+    try:
+        with SignalCatcher() as sigs:
+            try:
+                pid = os.fork()
+            except OSError as e:
+                for fd in (err_r, err_w, trace_r, trace_w):
+                    if fd >= 0:
+                        os.close(fd)
+                return not_started(f"fork failed: {e.strerror}")
+            if pid == 0:
+                os.close(err_r)
+                if tracer is None:
+                    _child(prepared, argv, cwd, err_w)
+                else:
+                    os.close(trace_r)
+                    _strace_child(strace_argv, cwd, err_w, [err_w, trace_w, *tracer.child_fds])
+            os.close(err_w)
+            limits = (wall_clock, processes, totals)
+            outcome = _watched(pid, (err_r, trace_r, trace_w), sigs, t0, limits, tracer, reserve)
+    finally:
+        reserve.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     outcome.pid = pid if tracer is None else (tracer.root_pid() or pid)
     outcome.started = started
@@ -254,6 +243,73 @@ def supervise(
     # process ever reaped: exact for one run per process, an upper bound otherwise.
     outcome.peak_rss_kb = after.ru_maxrss
     return outcome
+
+
+def _watched(
+    pid: int,
+    pipes: tuple[int, int, int],
+    sigs: SignalCatcher,
+    t0: float,
+    limits: tuple[float | None, int | None, TreeLimits | None],
+    tracer: Tracer | None,
+    reserve: Reserve,
+) -> Outcome:
+    """Watch the forked child to the end, then end its whole tree whatever
+    happened while watching: this is the only way out of a started run.
+
+    ``pipes`` are the error pipe's read end and the trace pipe's two ends (-1
+    untraced); ``limits`` are the wall clock, ``processes`` and the totals.
+    """
+    err_r, trace_r, trace_w = pipes
+    wall_clock, processes, totals = limits
+    failure = b""
+    strace_left = 0
+    outcome: Outcome
+    try:
+        if tracer is None:
+            failure = read_all(err_r)
+            os.close(err_r)
+            err_r = -1
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, reserve=reserve)
+        else:
+            os.close(trace_w)
+            tracer.strace_pid = pid
+            tracer.start(trace_r)
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve)
+            strace_left = _running(pid)
+    except Exception as e:  # whatever failed, the tree still ends and the run has a record
+        outcome = failed(f"{type(e).__name__}: {e}")
+    finally:
+        killed = kill_tree(reserve=reserve)
+    if tracer is None:
+        if failure:
+            outcome = start_failure(failure)
+        outcome.leftovers = killed
+    else:
+        # strace itself is not one of the tool's leftovers.
+        outcome.leftovers = max(killed - strace_left, 0)
+        tracer.wait()
+        # Every holder of the error pipe is gone now (strace, the launcher; the
+        # tool never had it past exec), so this read ends.
+        failure = read_all(err_r)
+        os.close(err_r)
+        if failure:
+            outcome = start_failure(failure)
+    return outcome
+
+
+def failed(why: str) -> Outcome:
+    """Fail closed: the run ends (its tree killed) when the supervisor cannot watch it."""
+    return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
+                   detail=f"the supervisor could not watch the tool's processes ({why}); "
+                   "ended the run rather than lose track of them")  # fmt: skip
+
+
+def _blind(e: OSError) -> str:
+    """Why a scan of /proc failed, with the descriptor limit that usually explains it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    return f"{reason}; its RLIMIT_NOFILE is now {soft}/{hard}"
 
 
 def _running(pid: int) -> int:
@@ -311,10 +367,6 @@ def read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
 class TreeLimits(Record):
     """Limits on the whole tree of the tool's processes, not on each one.
 
@@ -341,32 +393,6 @@ def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
     return TreeLimits(None if cpu is None else float(cpu), soft(rlimits.get("as")))
 
 
-def _tree_usage(members: Sequence[int], reapers: Sequence[int] = ()) -> tuple[float, int]:
-    """(CPU seconds, resident bytes) of ``members``, each with what it has reaped,
-    plus what ``reapers`` (strace, under --trace) reaped, without their own use."""
-    ticks = 0
-    pages = 0
-    for reaper in reapers:
-        try:
-            with open(f"/proc/{reaper}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        ticks += int(fields[13]) + int(fields[14])
-    for member in members:
-        try:
-            with open(f"/proc/{member}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        # utime, stime, cutime, cstime are fields 14-17; rss is field 24.
-        ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-        pages += int(fields[21])
-    return ticks / _TICK, pages * _PAGE
-
-
 def watch(
     pid: int,
     sigs: SignalCatcher,
@@ -375,26 +401,56 @@ def watch(
     processes: int | None,
     totals: TreeLimits | None = None,
     tracer: Tracer | None = None,
+    reserve: Reserve | None = None,
 ) -> Outcome:
     """Wait for the tool's first process to end, or for a limit. ``pid`` is the
-    child this process forked: the tool, or strace under ``tracer``."""
+    child this process forked: the tool, or strace under ``tracer``.
+
+    ``reserve`` should be made before that fork (see tree.Reserve); without
+    one, it is made here.
+    """
+    own = reserve is None
+    if reserve is None:
+        reserve = Reserve()
+    try:
+        return _watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve)
+    finally:
+        if own:
+            reserve.close()
+
+
+def _watch(
+    pid: int,
+    sigs: SignalCatcher,
+    t0: float,
+    wall_clock: float | None,
+    processes: int | None,
+    totals: TreeLimits | None,
+    tracer: Tracer | None,
+    reserve: Reserve,
+) -> Outcome:
     deadline = None if wall_clock is None else t0 + wall_clock
     if totals is not None and totals.cpu_seconds is None and totals.memory_bytes is None:
         totals = None
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     reaped_before = reaped.ru_utime + reaped.ru_stime
     interval = SCAN_INTERVAL_ROOT if os.geteuid() == 0 else SCAN_INTERVAL_USER
+    scanning = processes is not None or totals is not None
     try:
         pidfd = process.pidfd_open(pid)
     except OSError:
-        pidfd = -1  # already reaped? fall back to polling waitpid
+        pidfd = -1  # reaped already, or no descriptor to spare: waitpid at each tick
     forwarded_at: float | None = None
-    poller = select.poll()
-    if pidfd >= 0:
-        poller.register(pidfd, select.POLLIN)
-    poller.register(sigs.read_fd, select.POLLIN)
+    held = 0
+    held_at = -HELD_INTERVAL
+    # epoll, not poll: poll() fails with EINVAL once RLIMIT_NOFILE is below the
+    # number of descriptors it is given, and the tool can lower ours.
+    poller = reserve.poller
+    watched = [fd for fd in (pidfd, sigs.read_fd) if fd >= 0]
     if tracer is not None:
-        poller.register(tracer.wake_r, select.POLLIN)
+        watched.append(tracer.wake_r)
+    for fd in watched:
+        poller.register(fd, select.EPOLLIN)
     try:
         while True:
             status = _reap(pid)
@@ -420,45 +476,68 @@ def watch(
             if deadline is not None and now >= deadline:
                 return Outcome(EXIT_WALL_CLOCK, "wall_clock",
                                detail=f"wall clock of {wall_clock:g} s ran out")  # fmt: skip
-            if processes is not None or totals is not None:
-                # Our own descendants, not the tool's: orphans (double-forked
-                # daemons) re-parent to this subreaper and still count.
-                members = process.descendants(os.getpid())
-                if tracer is not None:
-                    members = [m for m in members if m != pid]
-                detail = None
-                if processes is not None and len(members) > processes:
-                    detail = f"more than processes={processes} running at once"
-                elif totals is not None:
-                    cpu, resident = _tree_usage(members, () if tracer is None else (pid,))
-                    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    cpu += usage.ru_utime + usage.ru_stime - reaped_before
-                    if totals.cpu_seconds is not None and cpu > totals.cpu_seconds:
-                        detail = (f"the tool's processes used {cpu:.2f} CPU seconds in all, "
-                                  f"more than cpu_seconds={totals.cpu_seconds:g}")  # fmt: skip
-                    elif totals.memory_bytes is not None and resident > totals.memory_bytes:
-                        limit_mb = totals.memory_bytes >> 20
-                        detail = (f"the tool's processes held {resident >> 20} MiB resident "
-                                  f"at once, more than memory_mb={limit_mb}")  # fmt: skip
+            if scanning:
+                try:
+                    # Our own descendants, not the tool's: orphans (double-forked
+                    # daemons) re-parent to this subreaper and still count.
+                    members = process.descendants(os.getpid())
+                    if tracer is not None:
+                        members = [m for m in members if m != pid]
+                    used = tree.usage(members, () if tracer is None else (pid,))
+                    memory = totals is not None and totals.memory_bytes is not None
+                    if memory and now - held_at >= HELD_INTERVAL:
+                        held = tree.held_memory(members, reserve.memory_devs)
+                        held_at = now
+                except OSError as e:
+                    return failed(_blind(e))
+                detail = _over(used, held, processes, totals, reaped_before)
                 if detail is not None:
                     return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
                                    detail=detail)  # fmt: skip
-            scanning = processes is not None or totals is not None
-            timeout = interval if scanning else 1.0
+            timeout = interval if scanning or pidfd < 0 else 1.0
             if deadline is not None:
                 timeout = min(timeout, max(deadline - now, 0.0))
             if forwarded_at is not None:
                 timeout = min(timeout, max(forwarded_at + FORWARD_GRACE - now, 0.0))
             try:
-                poller.poll(timeout * 1000)
+                poller.poll(timeout)
             except InterruptedError:
                 pass
             sigs.drain()
             if tracer is not None:
                 _drain(tracer.wake_r)
     finally:
+        for fd in watched:
+            poller.unregister(fd)
         if pidfd >= 0:
             os.close(pidfd)
+
+
+def _over(
+    used: tree.Usage,
+    held: int,
+    processes: int | None,
+    totals: TreeLimits | None,
+    reaped_before: float,
+) -> str | None:
+    """Which limit the tree is past, in words, or None."""
+    if processes is not None and used.tasks > processes:
+        return (f"more than processes={processes} tasks running at once "
+                f"({used.tasks}; each thread counts)")  # fmt: skip
+    if totals is None:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = used.seconds + usage.ru_utime + usage.ru_stime - reaped_before
+    if totals.cpu_seconds is not None and cpu > totals.cpu_seconds:
+        return (f"the tool's processes used {cpu:.2f} CPU seconds in all, "
+                f"more than cpu_seconds={totals.cpu_seconds:g}")  # fmt: skip
+    memory = used.resident + held
+    if totals.memory_bytes is not None and memory > totals.memory_bytes:
+        limit_mb = totals.memory_bytes >> 20
+        extra = f" and {held >> 20} MiB in memfds or unlinked in-memory files" if held else ""
+        return (f"the tool's processes held {used.resident >> 20} MiB resident{extra} "
+                f"at once, more than memory_mb={limit_mb}")  # fmt: skip
+    return None
 
 
 def _drain(fd: int) -> None:
@@ -512,7 +591,7 @@ def _exited(status: int) -> Outcome:
     return Outcome(os.waitstatus_to_exitcode(status), "exited")
 
 
-def kill_tree(deadline: float = KILL_DEADLINE) -> int:
+def kill_tree(deadline: float = KILL_DEADLINE, reserve: Reserve | None = None) -> int:
     """Kill every descendant of this process; return how many were signalled.
 
     Loops until a scan finds nothing, because a process can fork between the
@@ -520,30 +599,69 @@ def kill_tree(deadline: float = KILL_DEADLINE) -> int:
     the parent, so a PID reused by an unrelated process is never signalled:
     our own children and orphans cannot be reused until we reap them, and a
     grandchild's PID is re-checked against its parent after the pidfd pins it.
+
+    When /proc cannot be read or no pidfd opened (the tool lowered our
+    RLIMIT_NOFILE), ``reserve`` gives the limit back if it may, then spare
+    descriptors, then the descriptor-free way: kill our direct children only,
+    level by level (see _kill_children). Without ``reserve`` that error is raised.
     """
     me = os.getpid()
     killed: set[int] = set()
     end = time.monotonic() + deadline
     while True:
         _reap(-1)
-        tree = process.descendants(me)
-        if not tree:
-            return len(killed)
-        members = {me, *tree}
-        for pid in tree:
-            try:
-                fd = process.pidfd_open(pid)
-            except OSError:
+        try:
+            tree_now = process.descendants(me)
+            if not tree_now:
+                return len(killed)
+            _kill_each(me, tree_now, killed)
+        except OSError:
+            if reserve is None:
+                raise
+            if reserve.relieve():
                 continue
-            try:
-                if process.parent_of(pid) in members:
-                    process.pidfd_send_signal(fd, signal.SIGKILL)
-                    killed.add(pid)
-            except OSError as e:
-                if e.errno != errno.ESRCH:
-                    raise
-            finally:
-                os.close(fd)
+            return len(killed | _kill_children(reserve.children, end))
         if time.monotonic() > end:
             return len(killed)
+        time.sleep(0.001)
+
+
+def _kill_each(me: int, tree_now: list[int], killed: set[int]) -> None:
+    members = {me, *tree_now}
+    for pid in tree_now:
+        try:
+            fd = process.pidfd_open(pid)
+        except OSError as e:
+            if process.gone(e):
+                continue
+            raise
+        try:
+            if process.parent_of(pid) in members:
+                process.pidfd_send_signal(fd, signal.SIGKILL)
+                killed.add(pid)
+        except OSError as e:
+            if e.errno != errno.ESRCH:
+                raise
+        finally:
+            os.close(fd)
+
+
+def _kill_children(children: process.OwnChildren, end: float) -> set[int]:
+    """Kill the tree with no new descriptor: SIGKILL our direct children, reap,
+    and repeat; as a subreaper we inherit each dead child's children.
+
+    A plain kill() is exact here: a child's PID cannot be reused until we reap
+    it, and nothing reaps between the read and the kill.
+    """
+    killed: set[int] = set()
+    while True:
+        _reap(-1)
+        kids = children.read()
+        if not kids:
+            return killed
+        for pid in kids:
+            _signal(pid, signal.SIGKILL)
+            killed.add(pid)
+        if time.monotonic() > end:
+            return killed
         time.sleep(0.001)
