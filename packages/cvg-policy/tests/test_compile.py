@@ -430,8 +430,20 @@ def _full_policy(home: Path, policy_factory: Make, **network: Any) -> Policy:
 
 def test_degraded_at_abi_7_and_6_is_empty(home: Path, policy_factory: Make) -> None:
     for abi in (6, 7):
-        policy = _full_policy(home, policy_factory, unix=True)
+        policy = _full_policy(home, policy_factory)
         assert compile_policy(policy, variables=context(), abi=abi).degraded == []
+
+
+def test_unix_sockets_are_degraded_below_abi_9(home: Path, policy_factory: Make) -> None:
+    # Below resolve_unix every pathname socket the tool can name is reachable.
+    for abi in (6, 7, 8):
+        plan = compile_policy(
+            _full_policy(home, policy_factory, unix=True), variables=context(), abi=abi
+        )
+        assert degraded(plan) == {("network.unix", 9)}
+        assert "docker.sock" in plan.degraded[0].reason
+    plan = compile_policy(_full_policy(home, policy_factory, unix=True), variables=context(), abi=9)
+    assert plan.degraded == []
 
 
 def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
@@ -441,6 +453,7 @@ def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
     assert degraded(plan) == {
         ("ipc.signal_outside", 6),
         ("network.unix", 6),
+        ("network.unix", 9),
         ("filesystem.read[1]", 5),
     }
     signal = next(d for d in plan.degraded if d.rule == "ipc.signal_outside")

@@ -127,7 +127,8 @@ def risk_of(
             return RiskNote(
                 "high",
                 "UNIX sockets reach local services outside the sandbox (D-Bus, docker.sock, "
-                "ssh-agent) before Landlock ABI 9",
+                "ssh-agent) before Landlock ABI 9, where cvg-run refuses the policy unless "
+                "run with --allow-degraded",
             )
     if section == "ipc":
         return RiskNote(

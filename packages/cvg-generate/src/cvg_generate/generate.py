@@ -678,7 +678,8 @@ class _Builder:
         if "network.unix" in self.switches:
             self.note(
                 "network.unix is granted: below Landlock ABI 9 that reaches every unix "
-                "socket on the host"
+                "socket on the host, so cvg-run refuses the policy there unless run with "
+                "--allow-degraded"
             )
         if self.syscall_mode == "allowlist":
             section = self._allowlist(reasons)

@@ -350,6 +350,22 @@ def compile_report(
             4,
         )
 
+    if net.unix and target < 9:
+        # Landlock checks connect() to a pathname socket only from ABI 9 (resolve_unix):
+        # below it, every socket the tool can name is reachable, and some of them run
+        # code outside the sandbox for it (`systemd-run --user` over the session bus,
+        # docker.sock). Too dangerous to run on a promise: refused unless degraded runs
+        # are accepted.
+        _degrade(
+            degraded,
+            "network.unix: only sockets beneath the filesystem grants",
+            f"connecting to pathname UNIX sockets is controlled from Landlock ABI 9, the "
+            f"target has {target}: the tool can connect to every socket it can name (the "
+            "D-Bus session bus, docker.sock, an ssh-agent)",
+            "network.unix",
+            9,
+        )
+
     # ---- scopes (ABI 6)
     scoped: list[str] = []
     if target >= 6:
