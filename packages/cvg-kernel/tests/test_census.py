@@ -1,0 +1,224 @@
+"""The syscall census against the syscall table, the deny list and the escape attacks."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from forkrun import in_child
+
+from cvg_kernel import census, seccomp
+from cvg_kernel._syscall_table import TABLES
+from cvg_kernel.census import CENSUS, CLASSES, classify
+
+ROOT = Path(__file__).resolve().parents[3]
+ATTACKS_DIR = ROOT / "escape" / "attacks"
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Calls that name another process, a kernel object other processes share, or a setting
+# of the whole machine: each needs an attack, whatever its class. Read independently of
+# the census (the deny, args and notify classes are added to it below).
+REACHES_OUT = _names(
+    """
+    kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_send_signal pidfd_open
+    pidfd_getfd ptrace process_vm_readv process_vm_writev process_madvise process_mrelease
+    kcmp prlimit64 setpriority getpriority sched_setaffinity sched_getaffinity
+    sched_setscheduler sched_getscheduler sched_setparam sched_getparam sched_setattr
+    sched_getattr sched_rr_get_interval ioprio_set ioprio_get get_robust_list getpgid
+    getsid capget migrate_pages move_pages setns fcntl
+    shmget shmat shmdt shmctl semget semop semtimedop semctl msgget msgsnd msgrcv msgctl
+    add_key request_key keyctl mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify
+    mq_getsetattr fanotify_init fanotify_mark perf_event_open bpf
+    settimeofday clock_settime clock_adjtime adjtimex sethostname setdomainname reboot
+    swapon swapoff acct syslog quotactl quotactl_fd kexec_load kexec_file_load
+    init_module finit_module delete_module mount umount2 pivot_root
+    """
+)
+
+# No escape attack makes these calls yet. The list must match exactly: a new call
+# without an attack fails, and so does one that has gained an attack but is still here.
+NO_ATTACK_YET = _names(
+    """
+    acct adjtimex capget clock_adjtime clock_settime delete_module fanotify_init
+    fanotify_mark finit_module fspick get_robust_list getpgid getpriority getsid
+    init_module io_uring_enter io_uring_register ioperm iopl ioprio_get kcmp
+    kexec_file_load kexec_load keyctl listmount lookup_dcookie mbind migrate_pages modify_ldt
+    mount_setattr move_pages mq_getsetattr mq_notify mq_timedsend mq_unlink msgctl msgget
+    msgsnd name_to_handle_at open_by_handle_at open_tree open_tree_attr personality
+    pivot_root process_madvise process_mrelease quotactl quotactl_fd reboot request_key
+    sched_getaffinity sched_getattr sched_getparam sched_getscheduler
+    sched_rr_get_interval sched_setparam semctl semget semtimedop sendmmsg sendmsg
+    setdomainname sethostname settimeofday shmctl shmdt statmount swapoff swapon syslog
+    umount2 vhangup
+    """
+)
+
+
+@pytest.mark.parametrize("arch", sorted(TABLES))
+def test_every_name_of_the_table_is_classified(arch: str) -> None:
+    missing = sorted(name for name in TABLES[arch] if name not in CENSUS)
+    assert not missing, f"{arch}: no classification in cvg_kernel.census for {missing}"
+    for name in TABLES[arch]:
+        assert classify(name).name == name
+
+
+def test_the_census_names_nothing_the_tables_lack_but_the_deny_list() -> None:
+    everywhere = set().union(*map(set, TABLES.values()))
+    extra = set(CENSUS) - everywhere
+    assert extra == {"uselib"}, extra
+    assert "uselib" in seccomp.DEFAULT_DENY and "uselib" in census.UNIMPLEMENTED
+
+
+def test_classify_refuses_a_name_never_classified() -> None:
+    with pytest.raises(KeyError):
+        classify("no_such_call")
+    with pytest.raises(KeyError):
+        classify("vserver")  # reserved by the kernel, absent from the table
+
+
+def test_nothing_is_unknown_and_every_class_is_valid() -> None:
+    assert [e.name for e in CENSUS.values() if e.cls == "unknown"] == []
+    for e in CENSUS.values():
+        assert e.cls in CLASSES, e
+        assert e.why.strip() and "\n" not in e.why, e
+        if e.cls == "allow":
+            assert e.errno is None, e
+        else:
+            assert e.errno is not None and seccomp.errno_value(e.errno) > 0, e
+
+
+def test_each_name_is_in_exactly_one_group() -> None:
+    seen: dict[str, str] = {}
+    for group in census.GROUPS:
+        assert group.cls in CLASSES, group
+        for name in group.names:
+            assert name not in seen, f"{name} is in two groups: {seen[name]!r}, {group.why!r}"
+            seen[name] = group.why
+    assert set(seen) == set(CENSUS)
+    assert set(census.NOTES) <= set(CENSUS) and set(census.ATTACKS) <= set(CENSUS)
+
+
+def test_every_args_entry_says_which_argument() -> None:
+    # The args group's shared reason says nothing about any one call: each needs a note.
+    args = [e for e in CENSUS.values() if e.cls == "args"]
+    assert {e.name for e in args} == _names(
+        """socket socketpair clone ioctl memfd_create sendto sendmsg sendmmsg prlimit64
+        setpriority sched_setaffinity sched_setscheduler sched_setparam sched_setattr
+        ioprio_set get_robust_list listen fcntl"""
+    )
+    assert all(e.name in census.NOTES for e in args)
+
+
+def test_the_deny_class_is_the_default_deny_list_plus_clone3() -> None:
+    deny = {e.name for e in CENSUS.values() if e.cls == "deny"}
+    assert deny == set(seccomp.DEFAULT_DENY) | {"clone3"}
+    assert len(set(seccomp.DEFAULT_DENY)) == len(seccomp.DEFAULT_DENY)
+    assert classify("clone3").errno == "ENOSYS" and "clone3" in seccomp.DEFAULT_ENOSYS
+    for name in seccomp.DEFAULT_DENY:
+        entry = classify(name)
+        assert entry.errno == "EPERM", entry
+        assert entry.why == seccomp.DENY_REASONS[name]
+
+
+def test_the_decided_deny_groups_are_in_the_default_deny_list() -> None:
+    decided = _names(
+        """shmget shmat shmdt shmctl semget semop semtimedop semctl msgget msgsnd msgrcv
+        msgctl mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
+        inotify_add_watch fanotify_mark process_mrelease quotactl_fd
+        set_thread_area get_thread_area epoll_ctl_old epoll_wait_old"""
+    )
+    assert decided <= set(seccomp.DEFAULT_DENY)
+    for name in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "pidfd_send_signal"):
+        assert classify(name).cls == "notify"
+    for name in ("getpgid", "getsid", "sched_getaffinity", "capget", "pidfd_open"):
+        assert classify(name).cls == "allow"
+
+
+def test_names_an_arch_lacks_are_exactly_the_arch_specific_ones() -> None:
+    lacking = {n for n in seccomp.DEFAULT_DENY if any(n not in t for t in TABLES.values())}
+    assert lacking == set(census.ARCH_SPECIFIC)
+    for arch in TABLES:
+        seccomp.compile_spec(arch)  # the default deny list compiles on every arch
+
+
+def test_what_the_kernel_does_not_implement_answers_enosys() -> None:
+    """The denied "not implemented" calls really are: called bare (no filter) in a
+    forked child on this machine, each gets ENOSYS."""
+    arch = {"x86_64": "x86_64", "aarch64": "aarch64"}[platform.machine()]
+    numbers = {n: TABLES[arch][n] for n in census.UNIMPLEMENTED if n in TABLES[arch]}
+    assert numbers, f"no unimplemented call of {arch} to try"
+
+    def call_each() -> dict[str, int]:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        out = {}
+        for name, nr in numbers.items():
+            ctypes.set_errno(0)
+            rc = libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(0) for _ in range(6)))
+            out[name] = ctypes.get_errno() if rc == -1 else 0
+        return out
+
+    child = in_child(call_each)
+    assert child.error is None, child.error
+    assert child.value == dict.fromkeys(numbers, errno.ENOSYS)
+
+
+def _escape_registry() -> set[str]:
+    # The way escape/run.py's load_attacks() reads the @attack registry, in a separate
+    # interpreter: the attack modules are imported under bare names (sched, exec, ...)
+    # that must not shadow anything in this one.
+    code = (
+        "import importlib.util, json, sys\n"
+        "from pathlib import Path\n"
+        "d = Path(sys.argv[1])\n"
+        "sys.path.insert(0, str(d))\n"
+        "import _lib\n"
+        "for path in sorted(d.glob('*.py')):\n"
+        "    if path.name.startswith('_'):\n"
+        "        continue\n"
+        "    spec = importlib.util.spec_from_file_location(path.stem, path)\n"
+        "    module = importlib.util.module_from_spec(spec)\n"
+        "    sys.modules[path.stem] = module\n"
+        "    spec.loader.exec_module(module)\n"
+        "print(json.dumps(sorted(_lib.REGISTRY)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ATTACKS_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    names = set(json.loads(done.stdout))
+    assert len(names) > 100, names  # the registry really was read
+    return names
+
+
+def test_every_attack_named_exists_in_the_escape_registry() -> None:
+    registry = _escape_registry()
+    unknown = sorted(
+        f"{e.name}: {a}" for e in CENSUS.values() for a in e.attack if a not in registry
+    )
+    assert not unknown, "attacks missing from escape/attacks: " + ", ".join(unknown)
+
+
+def test_every_call_that_reaches_out_has_an_attack() -> None:
+    assert set(CENSUS) >= REACHES_OUT
+    needs = {e.name for e in CENSUS.values() if e.cls in ("args", "notify", "deny")}
+    needs = (needs | REACHES_OUT) - census.UNIMPLEMENTED
+    uncovered = {name for name in needs if not classify(name).attack}
+    assert uncovered - NO_ATTACK_YET == set(), "calls without an escape attack"
+    assert NO_ATTACK_YET - uncovered == set(), "attacks exist now: take these off the list"
