@@ -64,6 +64,7 @@ def schemas(session: nox.Session) -> None:
     _sync(session, "--all-packages")
     session.run("cvg-schema", "export", "packages/cvg-schema/schemas", "--check")
     session.run("python", "tools/gen_syscall_table.py", "--check")
+    session.run("python", "tools/gen_census_doc.py", "--check")
 
 
 @nox.session
