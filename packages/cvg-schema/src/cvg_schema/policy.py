@@ -258,7 +258,14 @@ class Resources(CvgModel):
         default=30, ge=1, le=MAX_SECONDS, description="CPU time per process (RLIMIT_CPU)."
     )
     memory_mb: int = Field(
-        default=512, ge=1, le=MAX_MB, description="Address space per process (RLIMIT_AS), MiB."
+        default=512,
+        ge=1,
+        le=MAX_MB,
+        description=(
+            "Address space per process (RLIMIT_AS), MiB. The supervisor also ends the run "
+            "when the tree's resident memory plus the memfds and unlinked in-memory files it "
+            "holds pass this in all."
+        ),
     )
     file_size_mb: int = Field(
         default=64, ge=1, le=MAX_MB, description="Largest file the tool may write, MiB."
@@ -271,9 +278,10 @@ class Resources(CvgModel):
         ge=1,
         le=MAX_PROCESSES,
         description=(
-            "Processes the tool may run at once. The supervisor counts the tool's own "
-            "descendants and ends the run with a named refusal past this; RLIMIT_NPROC "
-            "(the user's current count plus this) is only a backstop."
+            "Tasks (processes and their threads) the tool may run at once. The supervisor "
+            "counts the threads of the tool's own descendants and ends the run with a named "
+            "refusal past this; RLIMIT_NPROC (the user's current count plus this) is only a "
+            "backstop."
         ),
     )
 
