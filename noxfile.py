@@ -15,7 +15,8 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = [
-    "lint", "typecheck", "schemas", "readme", "docs", "tests", "build", "escape", "falsedenial",
+    "lint", "typecheck", "schemas", "readme", "docs", "deps", "tests", "build", "escape",
+    "falsedenial",
 ]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -83,6 +84,14 @@ def docs(session: nox.Session) -> None:
 
 
 @nox.session
+def deps(session: nox.Session) -> None:
+    """Each package declares what its src imports (or runs) and nothing else, and its
+    test group holds what its tests import (tools/test_dependencies.py)."""
+    _sync(session, "--all-packages")
+    session.run("pytest", "tools/test_dependencies.py", "-q", *session.posargs)
+
+
+@nox.session
 @nox.parametrize("dist", PACKAGES)
 def tests(session: nox.Session, dist: str) -> None:
     """Each package's tests, in a venv holding only its declared dependencies
@@ -102,7 +111,7 @@ def build(session: nox.Session) -> None:
     for dist in PACKAGES:
         meta = _pyproject(dist)["project"]
         module = dist.replace("-", "_")
-        (script,) = meta["scripts"]
+        scripts = list(meta.get("scripts", {}))  # cvg-testing has none
         venv = tmp / f"alone-{dist}"
         session.run("rm", "-rf", str(venv), external=True)
         session.run("uv", "venv", "-q", str(venv), external=True)
@@ -125,7 +134,8 @@ def build(session: nox.Session) -> None:
             external=True,
         )
         session.run(py, "-c", f"import {module}", external=True)
-        session.run(str(venv / "bin" / script), "--help", external=True, silent=True)
+        for script in scripts:
+            session.run(str(venv / "bin" / script), "--help", external=True, silent=True)
 
 
 @nox.session(python="3.11")
