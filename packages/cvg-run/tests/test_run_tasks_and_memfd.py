@@ -137,3 +137,19 @@ def test_memfd_counts_against_memory_mb(identity: Identity, box: Box) -> None:
     # Nothing stays allocated: Shmem falls back to where it was (other tests on
     # the machine move it a little; 256 MiB left behind would show).
     wait_for(lambda: _shmem_kib() - base < 48 * 1024, timeout=10, what="Shmem to fall back")
+
+
+def test_a_non_dumpable_tool_cannot_hide_its_memfds(identity: Identity, box: Box) -> None:
+    """PR_SET_DUMPABLE 0 makes /proc/PID/fd unreadable to a supervisor of the
+    same unprivileged user: what it cannot count ends the run."""
+    tok = token()
+    hidden = "import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n" + MEMFD  # 4: SET_DUMPABLE
+    tight = _run(box, identity, "tight.json",
+                 {"memory_mb": 64, "wall_clock_seconds": 60}, hidden, tok, "256")  # fmt: skip
+    last = _records(box)[-1]
+    assert (tight.rc, last.exit.meaning) == (128 + signal.SIGKILL, "limit"), tight.err
+    assert tight.out == "" and procs_with(tok) == []
+    if identity is None:
+        assert "MiB in memfds or unlinked in-memory files" in tight.err
+    else:
+        assert "hides its descriptors (it is not dumpable)" in tight.err

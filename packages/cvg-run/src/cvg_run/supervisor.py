@@ -44,8 +44,9 @@ EXIT_WALL_CLOCK = 124
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # After forwarding a signal, how long the tool gets to exit on its own.
 FORWARD_GRACE = 2.0
-# How often the process count is checked. Root is not bound by RLIMIT_NPROC,
-# so for it the count is the only limit, and it is checked more often.
+# How often the tree is scanned (tasks, CPU time, resident memory). Root is not
+# bound by RLIMIT_NPROC, so for it the count is the only limit, and it is
+# checked more often.
 SCAN_INTERVAL_ROOT = 0.01
 SCAN_INTERVAL_USER = 0.05
 # Memfds and unlinked in-memory files are found by walking every member's
@@ -309,10 +310,11 @@ def failed(why: str) -> Outcome:
 
 
 def _blind(e: OSError) -> str:
-    """Why a scan of /proc failed, with the descriptor limit that usually explains it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    reason = os.strerror(e.errno) if e.errno else str(e)
-    return f"{reason}; its RLIMIT_NOFILE is now {soft}/{hard}"
+    """Why a scan of /proc failed, with the descriptor limit when that explains it."""
+    if e.errno in (errno.EMFILE, errno.ENFILE):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return f"{os.strerror(e.errno)}; its RLIMIT_NOFILE is now {soft}/{hard}"
+    return e.strerror or str(e)
 
 
 def _running(pid: int) -> int:

@@ -109,10 +109,14 @@ def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, i
     try:
         names = os.listdir(f"/proc/{pid}/fd")
     except OSError as e:
-        # EACCES: a member that made itself non-dumpable hides its descriptors
-        # from an unprivileged supervisor (a documented limit).
-        if process.gone(e) or e.errno == errno.EACCES:
+        if process.gone(e):
             return
+        if e.errno == errno.EACCES:
+            # A member that made itself non-dumpable hides its descriptors from
+            # an unprivileged supervisor: what cannot be counted ends the run.
+            raise PermissionError(
+                errno.EACCES, f"process {pid} hides its descriptors (it is not dumpable)"
+            ) from e
         raise
     for name in names:
         link = f"/proc/{pid}/fd/{name}"
