@@ -148,6 +148,20 @@ def mq_unlink(name: str) -> None:
     _libc.mq_unlink(name.encode())
 
 
+def settle_shmem(timeout: float = 5.0) -> None:
+    """Wait until the system's Shmem stops falling (memory of a run just ended)."""
+    import time
+
+    end = time.monotonic() + timeout
+    last = shmem_kb()
+    while time.monotonic() < end:
+        time.sleep(0.2)
+        now = shmem_kb()
+        if now >= last - 1024:
+            return
+        last = now
+
+
 def shmem_kb() -> int:
     try:
         with open("/proc/meminfo") as f:

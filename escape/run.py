@@ -443,12 +443,7 @@ def reap_all() -> None:
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-_EXCLUSIVE = None  # a lock for attacks whose oracle is system-wide (extra "exclusive")
-
-
-def _worker_init(lock=None) -> None:
-    global _EXCLUSIVE
-    _EXCLUSIVE = lock
+def _worker_init() -> None:
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of a run come here
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -507,10 +502,7 @@ def policy_text(name: str, ports: dict) -> str:
 
 def run_job(job: dict) -> dict:
     """Run one attack once (baseline or sandboxed) and judge it by its oracle."""
-    lock = _EXCLUSIVE if job["attack"]["extra"].get("exclusive") else None
     try:
-        if lock is not None:
-            lock.acquire()
         return _run_job(job)
     except Exception as e:
         import traceback
@@ -523,9 +515,6 @@ def run_job(job: dict) -> dict:
             "status": None,
             "stderr": "",
         }
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def _run_job(job: dict) -> dict:
@@ -738,6 +727,8 @@ def _run_job(job: dict) -> dict:
                     run1 = r1.returncode
             reap_all()
         records_before = set(os.listdir(state / "state/cvg/runs"))
+        if oracle_kind == "shmem":
+            probes.settle_shmem()  # the previous run's memory may still be being freed
         shmem_before = probes.shmem_kb()
         before = snapshot([outside, work, poldir, state])
 
@@ -783,6 +774,7 @@ def _run_job(job: dict) -> dict:
             "alive_late": [],
             "max_tasks_late": 0,
             "shmem_peak": shmem_before,
+            "shmem_late": shmem_before,
             "autobind": None,
             "watched": False,
             "sup_nofile": [],
@@ -845,7 +837,10 @@ def _run_job(job: dict) -> dict:
                 tasks = sum(task_count(p) for p in tool)
                 obs["max_tasks_late"] = max(obs["max_tasks_late"], tasks)
             if oracle_kind == "shmem":
-                obs["shmem_peak"] = max(obs["shmem_peak"], probes.shmem_kb())
+                kb = probes.shmem_kb()
+                obs["shmem_peak"] = max(obs["shmem_peak"], kb)
+                if since >= lim.get("late", 1.5):
+                    obs["shmem_late"] = max(obs["shmem_late"], kb)
             if oracle_kind == "supervisor-fate" and status is None:
                 nofile = status_limit(proc.pid, "Max open files")
                 if nofile and nofile not in obs["sup_nofile"]:
@@ -1154,14 +1149,15 @@ def judge_more(kind: str, *, obs, lim, args, ports, stdout, status, leftovers, s
             f" ({left[0]})" if left else ""
         )
     if kind == "shmem":
-        grew = (obs["shmem_peak"] - shmem_before) / 1024
+        # Shmem is system-wide, so the attack runs alone. Like resident memory, it is
+        # judged once the sampling supervisor has had time to act (late), and after.
+        late = (obs["shmem_late"] - shmem_before) / 1024
+        peak = (obs["shmem_peak"] - shmem_before) / 1024
         held = (probes.shmem_kb() - shmem_before) / 1024
-        # Shmem is system-wide (the job holds the exclusive lock): twice the limit
-        # during the run, or the limit held after it, is the tool's doing.
-        fired = grew > 2 * lim["memory_mb"] or held > lim["memory_mb"]
+        fired = late > lim["memory_mb"] or held > lim["memory_mb"]
         return fired, (
-            f"system Shmem grew {grew:.0f} MiB during the run, {held:.0f} MiB held after it"
-            f" (memory_mb {lim['memory_mb']})"
+            f"system Shmem {late:.0f} MiB above its start {lim.get('late', 1.5)} s in"
+            f" (peak {peak:.0f}), {held:.0f} MiB after the run (memory_mb {lim['memory_mb']})"
         )
     if kind == "shadow":
         real = read("/etc/shadow").strip()
@@ -1237,7 +1233,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--matrix", action="store_true", help="also ABI 4 and 6 (simulated)")
-    p.add_argument("--only", metavar="PATTERN", help="attack names matching this glob")
+    p.add_argument(
+        "--only", metavar="PATTERN", help="attack names matching this glob (comma-separated: any)"
+    )
     p.add_argument("--identity", choices=("root", "unpriv"), action="append")
     p.add_argument(
         "--abi", type=int, action="append", help="ABI(s) to run (simulated below native)"
@@ -1271,12 +1269,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     attacks = load_attacks()
     if opts.only:
-        attacks = {
-            n: a for n, a in attacks.items() if fnmatch.fnmatch(n, opts.only) or opts.only in n
-        }
-        if not attacks:
-            print(f"run.py: --only {opts.only!r} matches no attack", file=sys.stderr)
-            return 2
+        chosen = {}
+        for pat in opts.only.split(","):
+            hits = {n: a for n, a in attacks.items() if fnmatch.fnmatch(n, pat) or pat in n}
+            if not hits:
+                print(f"run.py: --only pattern {pat!r} matches no attack", file=sys.stderr)
+                return 2
+            chosen.update(hits)
+        attacks = chosen
     native = native_abi()
     abis = opts.abi or ([native, *ABI_MATRIX] if opts.matrix else [native])
     abis = sorted({min(x, native) for x in abis}, reverse=True)
@@ -1330,16 +1330,21 @@ def main(argv: list[str] | None = None) -> int:
                         "support": str(support),
                     }
                 )
-    # Long-holding attacks first, so the pool drains evenly.
-    order = sorted(range(len(jobs)), key=lambda i: -jobs[i]["attack"]["hold"])
+    # Long-holding attacks first, so the pool drains evenly. Attacks whose oracle or
+    # whose effect is system-wide (Shmem; renicing every process of the user, other
+    # runs' sentinels included) run afterwards, one at a time, with nothing else.
+    alone = [i for i, j in enumerate(jobs) if j["attack"]["extra"].get("alone")]
+    order = sorted(
+        (i for i in range(len(jobs)) if i not in alone), key=lambda i: -jobs[i]["attack"]["hold"]
+    )
     ctx = multiprocessing.get_context("fork")
     results: dict[int, dict] = {}
-    lock = ctx.Lock()
-    with ctx.Pool(
-        opts.jobs, initializer=_worker_init, initargs=(lock,), maxtasksperchild=20
-    ) as pool:
-        for i, res in zip(order, pool.imap(run_job, [jobs[i] for i in order]), strict=True):
-            results[i] = res
+    for idx, n in ((order, opts.jobs), (alone, 1)):
+        if not idx:
+            continue
+        with ctx.Pool(n, initializer=_worker_init, maxtasksperchild=20) as pool:
+            for i, res in zip(idx, pool.imap(run_job, [jobs[i] for i in idx]), strict=True):
+                results[i] = res
     shutil.rmtree(tmp, ignore_errors=True)
     elapsed = time.monotonic() - t_start
 
@@ -1374,6 +1379,11 @@ def main(argv: list[str] | None = None) -> int:
         entry["cells"][cell] = {"outcome": verdict, "evidence": why, "status": res.get("status")}
         line = f"{verdict:17} {cell:16} {a['name']:45} {why[:110]}"
         print(line, flush=True)
+        if os.environ.get("CVG_ESCAPE_DEBUG"):
+            print(f"    baseline: {base['evidence']}", flush=True)
+            for k in ("stderr", "trace"):
+                if res.get(k):
+                    print("    " + res[k].strip()[-300:].replace("\n", "\n    "), flush=True)
         if verdict == "escaped":
             failed.append((a["name"], cell, why, res.get("stderr", "")[-200:]))
     if opts.merge:
