@@ -249,9 +249,12 @@ filesystem:
     - {tmp_path}/bin
     - {tmp_path}/out/bin
 """
-    (w,) = run_check(text)
+    findings = run_check(text)
+    (w,) = only(findings, "overlaps write")
     assert (w.address, w.line) == ("filesystem.execute[1]", 6)
-    assert "overlaps write" in w.message and "filesystem.write[0]" in w.message
+    assert "filesystem.write[0]" in w.message
+    (nested,) = only(findings, "inside the write grant")
+    assert nested.address == "filesystem.execute[1]" and "symlink" in nested.message
     outer = f"version: 1\nfilesystem:\n  write: [{tmp_path}/out/bin]\n  execute: [{tmp_path}]\n"
     assert len(only(run_check(outer), "overlaps")) == 1
     late = 'version: 1\nfilesystem:\n  write: ["${SCRATCH}"]\n  execute: ["${SCRATCH}/x"]\n'
@@ -309,3 +312,12 @@ def test_findings_carry_the_file_and_line() -> None:
         "p.yaml:5: network.tcp_connect[1]: warning: may connect to port 25 on any host: "
         + RISKY_PORTS[25]
     )
+
+
+def test_a_grant_nested_in_a_write_grant_is_warned_about(tmp_path: Path) -> None:
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    text = f"version: 1\nfilesystem:\n  write: [{tmp_path}/work]\n  read: [{tmp_path}/work/data]\n"
+    (w,) = run_check(text)
+    assert w.address == "filesystem.read[0]" and "refuses to run (125)" in w.message
+    apart = f"version: 1\nfilesystem:\n  write: [{tmp_path}/work]\n  read: [{tmp_path}]\n"
+    assert only(run_check(apart), "inside the write grant") == []

@@ -444,14 +444,64 @@ def _attr_size(abi: int) -> int:
     return 8
 
 
-def _open_rule_path(path: str) -> int | None:
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_MAKE_SYM = 1 << 12
+
+
+def _within(path: str, outer: str) -> bool:
+    return path != outer and (outer == "/" or path.startswith(outer + "/"))
+
+
+def _planting_anchor(path: str, makers: Sequence[str]) -> str | None:
+    """The outermost other rule that lets the tool make symbolic links above ``path``.
+
+    A tool that may make links there may also have replaced a directory on the way to
+    ``path`` with a link to anywhere, in an earlier run, so that a rule meant for its
+    own ``work/data`` would grant what the link points at. Outside every such rule,
+    nothing the tool did can have changed what the path names."""
+    path = os.path.normpath(path)
+    anchors = [p for p in makers if _within(path, p)]
+    return min(anchors, key=len) if anchors else None
+
+
+def _open_rule_path(path: str, anchor: str | None = None) -> int | None:
     """An O_PATH fd for ``path`` (symlinks followed, as /lib -> usr/lib needs), or
-    None if it does not exist. Skipping a missing allow rule can only deny more."""
+    None if it does not exist. Skipping a missing allow rule can only deny more.
+
+    With ``anchor`` (see :func:`_planting_anchor`), the part of ``path`` beneath it is
+    resolved with RESOLVE_NO_SYMLINKS: a link there is refused, never followed."""
     try:
-        return os.open(path, os.O_PATH | os.O_CLOEXEC)
+        if anchor is None:
+            return os.open(path, os.O_PATH | os.O_CLOEXEC)
+        base = os.open(anchor, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            rest = os.path.normpath(path)[len(anchor) :].lstrip("/")
+            how = _OpenHow(
+                os.O_PATH | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
+            )
+            return _libc.syscall(
+                _nr("openat2"),
+                ctypes.c_long(base),
+                ctypes.c_char_p(os.fsencode(rest)),
+                ctypes.byref(how),
+                ctypes.c_size_t(ctypes.sizeof(how)),
+            )
+        finally:
+            os.close(base)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
+        if anchor is not None and e.errno == errno.ELOOP:
+            raise LandlockError(
+                f"{path}: a symbolic link beneath {anchor}, where the tool may make links; "
+                "a rule nested in such a grant is never opened through one (it could have "
+                "been planted to redirect the rule)"
+            ) from None
         raise LandlockError(
             f"open({path!r}, O_PATH) for a Landlock rule: {_errname(e.errno or 0)} ({e.strerror})"
         ) from None
@@ -560,8 +610,10 @@ class Ruleset:
             ) from None
         added: list[tuple[str, int]] = []
         try:
+            makers = [os.path.normpath(p) for p, a in neg.fs_rules if a & _MAKE_SYM]
             for path, allowed in neg.fs_rules:
-                rule = _add_path_rule(fd, path, allowed)
+                anchor = _planting_anchor(path, makers)
+                rule = _add_path_rule(fd, path, allowed, anchor)
                 if isinstance(rule, Dropped):
                     skipped.append(rule)
                 else:
@@ -625,9 +677,11 @@ class Ruleset:
         )
 
 
-def _add_path_rule(ruleset_fd: int, path: str, allowed: int) -> int | Dropped:
+def _add_path_rule(
+    ruleset_fd: int, path: str, allowed: int, anchor: str | None = None
+) -> int | Dropped:
     """Add one path_beneath rule; return the rights granted, or why it was skipped."""
-    pfd = _open_rule_path(path)
+    pfd = _open_rule_path(path, anchor)
     if pfd is None:
         return Dropped(f"fs_rule {path}", "path does not exist; nothing is granted there")
     try:

@@ -213,6 +213,7 @@ class _Checker:
             for address, value, path in paths[field]:
                 self.check_sockets(address, value, path, field)
         self.check_write_execute(paths["write"], paths["execute"])
+        self.check_nested_in_write(paths)
         self.check_syscalls()
         self.check_network()
         self.check_ipc_env()
@@ -239,6 +240,24 @@ class _Checker:
             )
         except OSError:
             pass  # no permission to look: it may exist; the kernel will decide
+
+    def check_nested_in_write(self, paths: Mapping[str, list[tuple[str, str, str]]]) -> None:
+        # The tool may replace anything beneath a write grant with a symlink, so a grant
+        # nested there names whatever the tool chose, from its next run on. cvg opens such
+        # a rule without following links and refuses to run when one is there.
+        for field in _GRANTS:
+            for address, value, path in paths[field]:
+                for w_address, w_value, w_path in paths["write"]:
+                    if w_address == address or path == w_path or not _within(path, w_path):
+                        continue
+                    self.add(
+                        "warning",
+                        address,
+                        f"{field} grant on {value} is inside the write grant {w_value} "
+                        f"({w_address}): the tool can replace it with a symlink; cvg-run "
+                        "then refuses to run (125) rather than follow it",
+                    )
+                    break
 
     def check_write(self, address: str, value: str, path: str) -> None:
         resolved = _resolve(path)

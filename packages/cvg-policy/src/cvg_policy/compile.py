@@ -189,10 +189,44 @@ def _fs_grants(
             entry = merged.setdefault(key, (set(), [], late))
             entry[0].update(rights)
             entry[1].append(address)
+    _refuse_links_in_write_grants(policy, variables, view)
     return [
         Grant(path, frozenset(rights), tuple(addresses), late)
         for path, (rights, addresses, late) in merged.items()
     ]
+
+
+def _refuse_links_in_write_grants(
+    policy: Policy, variables: Mapping[str, str], view: FsView
+) -> None:
+    """A grant nested in a write grant must not resolve through a link beneath it: the
+    tool may have planted that link in an earlier run, so that ``read: work/data``
+    names whatever it chose. cvg-kernel opens such rules with RESOLVE_NO_SYMLINKS;
+    this is the same refusal at compile time, where the plan would carry the target."""
+    writes = []
+    for raw in policy.filesystem.write:
+        path = expand(raw, variables)
+        if not late_bound_in(path):
+            writes.append(os.path.normpath(path))
+    if not writes:
+        return
+    for name in _LISTS:
+        for i, raw in enumerate(getattr(policy.filesystem, name)):
+            path = expand(raw, variables)
+            if late_bound_in(path):
+                continue  # resolved when applied, where cvg-kernel refuses links
+            path = os.path.normpath(path)
+            for outer in writes:
+                if path == outer or not inside(path, outer):
+                    continue
+                expected = os.path.join(view.realpath(outer), os.path.relpath(path, outer))
+                if view.realpath(path) != expected:
+                    raise PolicyError(
+                        f"{raw} resolves through a symbolic link beneath the write grant "
+                        f"{outer}, where the tool may have planted it; grant the target "
+                        "itself, or remove the link",
+                        address=f"filesystem.{name}[{i}]",
+                    )
 
 
 def _denies(policy: Policy, variables: Mapping[str, str], view: FsView) -> list[Deny]:
