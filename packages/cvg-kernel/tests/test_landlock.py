@@ -19,16 +19,14 @@ from typing import Any
 import pytest
 from forkrun import attempt, ensure_unpriv_user, errname, in_child
 
+import cvg_testing
 from cvg_kernel import landlock as ll
 from cvg_kernel._libc import prctl
 from cvg_kernel.landlock import Dropped, LandlockError, LandlockUnavailable, Ruleset
 
 PR_SET_NO_NEW_PRIVS = 38
 KERNEL_ABI = ll.kernel_abi()
-needs_abi = {
-    n: pytest.mark.skipif(n > KERNEL_ABI, reason=f"kernel offers Landlock ABI {KERNEL_ABI}")
-    for n in range(1, 10)
-}
+needs_abi = {n: cvg_testing.needs_abi(n) for n in range(1, 10)}
 
 Identity = pwd.struct_passwd | None
 Ops = dict[str, Callable[[], object]]
@@ -415,7 +413,7 @@ def test_build_reports_cap_in_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
         ]
 
 
-@pytest.mark.skipif(KERNEL_ABI >= 9, reason="needs a kernel older than ABI 9")
+@cvg_testing.below_abi(9)
 def test_kernel_error_names_syscall_and_errno() -> None:
     # Pinning an ABI the kernel lacks sends it a right it does not know.
     with pytest.raises(LandlockError, match=r"landlock_create_ruleset.*EINVAL"):

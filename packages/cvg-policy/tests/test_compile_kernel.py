@@ -16,15 +16,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from cvg_kernel.landlock import effective_abi
 from cvg_kernel.plan import Prepared, prepare
 from cvg_policy.compile import compile_policy
 from cvg_policy.variables import context
 from cvg_schema import Plan, dumps
+from cvg_testing import needs_abi
 
-pytestmark = pytest.mark.skipif(effective_abi()[0] < 1, reason="no Landlock on this kernel")
+pytestmark = needs_abi(1)
 
 # Generous limits: the child is a fork of pytest, whose address space and descriptors
 # may already be large; the test is about the filesystem, not the rlimits.

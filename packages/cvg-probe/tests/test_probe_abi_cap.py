@@ -7,9 +7,10 @@ from probe_expect import KERNEL_ABI, LANDLOCK_ABI, assert_feature
 
 from cvg_kernel.landlock import ABI_ENV
 from cvg_probe import FEATURES, ProbeError, run_probes
+from cvg_testing import needs_abi
 
 
-@pytest.mark.skipif(KERNEL_ABI < 6, reason="needs a kernel with Landlock ABI 6 or newer")
+@needs_abi(6)
 def test_cap_4_withholds_scopes_and_ioctl_dev(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ABI_ENV, "4")
     facts = run_probes()
@@ -39,7 +40,7 @@ def test_cap_4_withholds_scopes_and_ioctl_dev(monkeypatch: pytest.MonkeyPatch) -
     assert abi is not None and "every right of ABI 4" in abi.how
 
 
-@pytest.mark.skipif(KERNEL_ABI < 6, reason="needs a kernel with Landlock ABI 6 or newer")
+@needs_abi(6)
 def test_cap_6_proves_the_scopes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ABI_ENV, "6")
     facts = run_probes()

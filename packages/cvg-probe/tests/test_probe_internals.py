@@ -9,25 +9,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_expect import KERNEL_ABI
 from probe_forkhelp import in_child
 
 from cvg_kernel import landlock
 from cvg_probe import probes
 from cvg_probe._fork import Outcome
+from cvg_testing import needs_abi, require_abi
 
 
 def _make_reg(path: str) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-@pytest.mark.skipif(KERNEL_ABI < 1, reason="needs Landlock")
+@needs_abi(1)
 @pytest.mark.parametrize("flags", [[], ["tsync"]])
 def test_other_thread_harness(tmp_path: Path, flags: list[str]) -> None:
     """Without tsync the thread started before restrict_self is outside the new layer;
     with it (ABI 8) it is inside. The harness must tell the two apart."""
-    if flags and KERNEL_ABI < 8:
-        pytest.skip("tsync needs Landlock ABI 8")
+    if flags:
+        require_abi(8)  # tsync
     ruleset = landlock.Ruleset.build(
         handled_fs=["make_reg"], handled_net=[], scoped=[], flags=flags
     )
@@ -49,8 +49,7 @@ def test_other_thread_harness(tmp_path: Path, flags: list[str]) -> None:
 
 @pytest.fixture
 def fs_group(tmp_path: Path) -> Iterator[probes.LandlockFsGroup]:
-    if KERNEL_ABI < 3:
-        pytest.skip("needs Landlock ABI 3")
+    require_abi(3)
     group = probes.LandlockFsGroup(probes.landlock_state(), str(tmp_path))
     try:
         yield group

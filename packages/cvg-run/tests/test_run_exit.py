@@ -18,6 +18,7 @@ import pytest
 from runhelp import Box, ensure_unpriv_user, load_record, make_policy, only_record, run_main
 
 from cvg_schema.run import ExitMeaning
+from cvg_testing import needs_abi
 
 Identity = pwd.struct_passwd | None
 
@@ -139,14 +140,13 @@ def _degradable_policy(box: Box) -> Path:
     )
 
 
+@needs_abi(6)
 def test_degraded_policy_is_refused_then_allowed(identity: Identity, box: Box) -> None:
     policy = _degradable_policy(box)
     argv = ["-p", str(policy), "--", "sh", "-c", "echo ran"]
 
     # On this kernel (uncapped) the same policy is enforced in full and runs.
     ran = run_main(argv, box=box, user=identity)
-    if ran.rc == 125 and "degraded" in ran.err:
-        pytest.skip("this kernel lacks Landlock ABI 6 itself")
     assert (ran.rc, ran.out, ran.err) == (0, "ran\n", "")
     _, rec = only_record(box)
     assert rec.degraded == []

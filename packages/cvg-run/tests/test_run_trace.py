@@ -177,9 +177,9 @@ def test_enoent_probe_is_mechanism_none_and_prints_nothing(box: Box, identity: I
     assert not any(x["mechanism"] != "none" for x in data["denials"]), data["denials"]
 
 
+# File modes refuse an unprivileged user; root would hold them with its capabilities.
+@pytest.mark.parametrize("identity", ["unpriv" if os.geteuid() == 0 else "self"], indirect=True)
 def test_dac_refusal_on_a_granted_path_is_mechanism_none(box: Box, identity: Identity) -> None:
-    if identity is None:
-        pytest.skip("file modes refuse an unprivileged user; root would hold them with caps")
     locked = box.cwd / "locked.txt"  # beneath ${CWD}: filesystem.read grants it
     locked.write_text("x\n")
     locked.chmod(0o600)  # owned by root
