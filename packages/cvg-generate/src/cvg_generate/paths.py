@@ -17,49 +17,12 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from cvg_policy.defaults import BROAD_TREES
 from cvg_schema import Observation
 
 __all__ = ["BROAD", "PathContext", "is_broad", "is_per_process", "parent", "within"]
 
-BROAD: Final = frozenset(
-    {
-        "/",
-        "/bin",
-        "/boot",
-        "/dev",
-        "/etc",
-        "/home",
-        "/lib",
-        "/lib32",
-        "/lib64",
-        "/media",
-        "/mnt",
-        "/opt",
-        "/proc",
-        "/root",
-        "/run",
-        "/sbin",
-        "/srv",
-        "/sys",
-        "/tmp",
-        "/usr",
-        "/usr/bin",
-        "/usr/include",
-        "/usr/lib",
-        "/usr/lib32",
-        "/usr/lib64",
-        "/usr/libexec",
-        "/usr/local",
-        "/usr/local/bin",
-        "/usr/local/lib",
-        "/usr/sbin",
-        "/usr/share",
-        "/var",
-        "/var/lib",
-        "/var/tmp",
-        "${HOME}",
-    }
-)
+BROAD: Final = BROAD_TREES | {"${HOME}"}
 """Directories no generated rule covers as a whole: the system's top-level trees (a
 rule there would grant far more than any tool used) and the home directory."""
 

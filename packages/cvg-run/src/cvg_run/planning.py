@@ -96,6 +96,20 @@ def _compiler_key() -> str:
     return _sha256_hex("\0".join(sorted(parts)).encode())
 
 
+def _default_secrets_key(cwd: str) -> str:
+    """What the default policy's carve-outs depend on: the secrets beneath its reads can
+    only appear at the top of the working directory or in /etc, and adding one changes
+    its directory's mtime (cvg_policy.defaults)."""
+    parts = []
+    for d in (cwd, "/etc", "/etc/ssh", "/etc/ssl"):
+        try:
+            st = os.stat(d)
+            parts.append(f"{d}:{st.st_ino}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{d}:-")
+    return "|".join(parts)
+
+
 def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
     """The plan for a policy file (None: the embedded default), cached."""
     if policy_path is None:
@@ -112,9 +126,10 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         real_path = os.path.abspath(policy_path)
         policy_dir = os.path.dirname(real_path)
         shown = policy_path
-    key_material = "\0".join(
-        [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
-    )
+    parts = [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
+    if policy_path is None:
+        parts.append(_default_secrets_key(cwd))
+    key_material = "\0".join(parts)
     key = _sha256_hex(key_material.encode())[:32]
     cached = os.path.join(cache_dir(), f"{key}.json")
     try:
@@ -161,7 +176,12 @@ def _compile(
     try:
         loaded = load_policy(data, filename=filename)
         variables = context(cwd=cwd, home=home, policy_dir=policy_dir)
-        plan = compile_policy(loaded.policy, variables=variables, policy_path=filename)
+        policy = loaded.policy
+        if filename == DEFAULT_POLICY_NAME:
+            from cvg_policy.defaults import tailor_default
+
+            policy, _ = tailor_default(policy, cwd=cwd, home=home)
+        plan = compile_policy(policy, variables=variables, policy_path=filename)
     except PolicyError as e:
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
