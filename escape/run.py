@@ -6,7 +6,7 @@
 For each attack and identity it first runs the attack with no sandbox (the same
 user, the same command, under a plain fork-exec-wait parent: support/passthru.py)
 and counts the attack only if its oracle fires there ("proven"). Then it runs it
-through the real `cvg-run -p POLICY -- /usr/bin/python3.11 ATTACK.py NAME` at
+through the real `cvg-run -p POLICY -- PYTHON ATTACK.py NAME` at
 each Landlock ABI of the cell (the native one, and with --matrix 4 and 6
 through CVG_LANDLOCK_ABI_MAX: a simulation on a newer kernel).
 
@@ -131,7 +131,7 @@ def load_attacks() -> dict:
 
 def stage_python(base: Path) -> str:
     """A world-readable copy of the cvg packages and the third-party modules they
-    import, so cvg-run runs as the unprivileged user under /usr/bin/python3.11 even
+    import, so cvg-run runs as the unprivileged user under a system interpreter even
     when the venv lives under an unreadable home. Returns the PYTHONPATH."""
     dest = base / "py"
     dest.mkdir()

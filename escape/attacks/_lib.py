@@ -1,7 +1,7 @@
 """What every attack module shares: the registry and a few ctypes helpers.
 
 An attack module is imported by the runner (for its registry: class, oracle,
-docstring) and executed inside the sandbox as ``python3.11 MODULE.py NAME``.
+docstring) and executed inside the sandbox as ``PYTHON MODULE.py NAME ARGS.json``.
 An attack never judges itself: whatever it prints is only material for the
 runner's oracles (a secret token it could not know unless the read worked).
 """
