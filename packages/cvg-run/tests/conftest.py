@@ -13,6 +13,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+if os.geteuid() == 0:
+    # Children drop to the unprivileged user and then import (the traced launcher
+    # re-imports cvg_run and cvg_kernel from where this process found them): from a
+    # clone that user cannot enter, every cvg module must come from a staged copy.
+    import cvg_testing
+
+    _staged = cvg_testing.import_path_for(cvg_testing.ensure_unpriv_user())
+    if _staged is not None:
+        sys.path.insert(0, _staged)
+
 import runhelp
 
 IS_ROOT = os.geteuid() == 0

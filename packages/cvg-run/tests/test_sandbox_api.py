@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import cvg_testing
 from cvg_run import Sandbox, SandboxError
 
 
@@ -170,6 +171,9 @@ def test_sandbox_as_an_unprivileged_user() -> None:
     from cvg_kernel.process import descendants  # imported before the drop
 
     user = _unpriv_user()
+    # Found before the drop: the clone may sit where the user cannot look.
+    pythonpath = cvg_testing.import_path_for(user) or ":".join(SOURCES)
+    python = cvg_testing.unpriv_python(user)
     tmp_path = Path(tempfile.mkdtemp(prefix="cvg-sandbox-unpriv-"))  # tmp_path is 0700 root
     state = tmp_path / "state"
     state.mkdir()
@@ -189,9 +193,9 @@ def test_sandbox_as_an_unprivileged_user() -> None:
             os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
             os.environ.update(
                 HOME=str(state), XDG_CACHE_HOME=str(state), XDG_STATE_HOME=str(state),
-                TMPDIR=str(state), PYTHONPATH=":".join(SOURCES),
+                TMPDIR=str(state), PYTHONPATH=pythonpath,
             )  # fmt: skip
-            with Sandbox(cwd=str(state), python="/usr/bin/python3.11") as b:
+            with Sandbox(cwd=str(state), python=python) as b:
                 bare_ok = secret.read_text() == "s3cret"  # oracle: readable unconfined
                 denied = b.run(["cat", str(secret)])
                 ran = b.run(["id", "-u"])

@@ -27,8 +27,14 @@ def world_readable_dir(prefix: str = "cvg-test-") -> Path:
     """A fresh directory under the system temp dir, mode 0755, removed at exit."""
     d = Path(tempfile.mkdtemp(prefix=prefix, dir=_system_tmp()))
     d.chmod(0o755)
-    atexit.register(shutil.rmtree, d, True)
+    atexit.register(_remove, d, os.getpid())
     return d
+
+
+def _remove(d: Path, owner: int) -> None:
+    # Forked test children run atexit handlers too; only the creator may remove it.
+    if os.getpid() == owner:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _system_tmp() -> str:
@@ -127,7 +133,14 @@ def reachable(user: pwd.struct_passwd, paths: Iterable[str]) -> bool:
 
 def import_path_for(user: pwd.struct_passwd) -> str | None:
     """None when `user` can import the workspace from where it is; else a staged copy
-    of it (see stage) to put first on the path."""
+    of it (see stage) to put first on the path. Decided once per process: after a
+    conftest puts the copy first, the copy itself would look reachable."""
+    return _import_path_for(user.pw_uid)
+
+
+@functools.cache
+def _import_path_for(uid: int) -> str | None:
+    user = pwd.getpwuid(uid)
     roots = [str(s) for d in _closure(workspace_dists()) for s in _sources(d)]
     return None if reachable(user, roots) else stage()
 
