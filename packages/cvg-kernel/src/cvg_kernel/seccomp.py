@@ -43,7 +43,8 @@ from cvg_kernel.bpf import (
 
 # The default deny list (grouped, with what each group would open) and the names it may
 # hold that an architecture lacks live in the census of every syscall, re-exported here.
-from cvg_kernel.census import ARCH_SPECIFIC, DENY_GROUPS
+from cvg_kernel.census import ARCH_SPECIFIC as ARCH_SPECIFIC
+from cvg_kernel.census import DENY_GROUPS as DENY_GROUPS
 
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False
