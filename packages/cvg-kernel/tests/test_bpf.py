@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from cvg_kernel import bpf
 from cvg_kernel._syscall_table import TABLES
 from cvg_kernel.bpf import Assembler, BpfError, disassemble, evaluate, trace, validate
+from cvg_kernel.census import CENSUS
 from cvg_kernel.seccomp import build_program
 
 # Written from the kernel headers, not imported, so a wrong constant in bpf.py shows.
@@ -419,6 +420,7 @@ TYPES = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 5}
 UNNAMED_ENTRY_TYPES = ["stream", "dgram", "seqpacket"]
 IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
 CLONE_NEW = 0x7E020080
+DECIDED = {name for name, entry in CENSUS.items() if entry.cls != "unknown"}
 NOTES_DENY = [
     "ptrace",
     "process_vm_readv",
@@ -546,6 +548,8 @@ def reference(
         return err(errno.ENOSYS)
     if names & set(spec["deny"]):
         return err(getattr(errno, spec["deny_errno"]))
+    if spec.get("allow") is None and not names & DECIDED:
+        return err(errno.ENOSYS)  # unclassified, or a gap in the table
     if "socket" in names:
         family, kind, protocol = low[0], low[1] & 0xF, low[2]
         entries = [e for e in spec["sockets"] if FAMILIES.get(e["family"], e["family"]) == family]

@@ -1095,6 +1095,13 @@ CENSUS: Mapping[str, Entry] = _Census()
 that no table has any more."""
 
 
+def decided() -> frozenset[str]:
+    """Every name with a class other than ``unknown``: what a deny-list filter lets
+    reach its lists and argument checks. Anything else (a name added to the table and
+    not yet classified, a number in a gap of the table) is answered ENOSYS."""
+    return frozenset(n for g in GROUPS if g.cls != "unknown" for n in g.names)
+
+
 def classify(name: str) -> Entry:
     """The census entry of ``name``; KeyError if the call was never classified."""
     return CENSUS[name]

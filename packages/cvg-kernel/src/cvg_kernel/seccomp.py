@@ -15,7 +15,7 @@ import ctypes
 import errno as _errno
 from collections.abc import Iterable, Mapping, Sequence
 
-from cvg_kernel import _libc, _syscall_table
+from cvg_kernel import _libc, _syscall_table, census
 from cvg_kernel._record import Record
 from cvg_kernel.bpf import (
     AUDIT_ARCH_AARCH64,
@@ -402,9 +402,13 @@ def compile_spec(
         if call in numbers and filtered(call):
             asm.jeq(numbers[call], call)
             blocks.append(call)
-    # 8. Everything else: allowed, or with an allow list, allowed only if listed.
+    # 8. Everything else: with no allow list, every call the census decided (its lists
+    #    and argument checks came first); a call it has not classified, or a number in a
+    #    gap of the table, gets ENOSYS. With an allow list, only the listed calls.
     if allowed is None:
-        asm.ret(SECCOMP_RET_ALLOW, comment="default")
+        known = census.decided()
+        numbers_decided = sorted({nr for name, nr in numbers.items() if name in known})
+        _allow_tree(asm, _ranges(numbers_decided), "census", miss="enosys")
     else:
         numbers_allowed = sorted({nr for name, nr in allowed.items() if name not in owner})
         _allow_tree(asm, _ranges(numbers_allowed), "allow tree")
@@ -469,30 +473,35 @@ def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _allow_tree(asm: Assembler, ranges: Sequence[tuple[int, int]], label: str) -> None:
+_TREE_COMMENT = {"unlisted": "allow list", "enosys": "classified by the census"}
+
+
+def _allow_tree(
+    asm: Assembler, ranges: Sequence[tuple[int, int]], label: str, miss: str = "unlisted"
+) -> None:
     # A binary search over the allowed runs (A holds nr): a lookup costs a few
     # comparisons instead of one per listed call, and a call outside every run
     # reaches "unlisted".
     if len(ranges) > 4:
         mid = len(ranges) // 2
         asm.jge(ranges[mid][0], f"{label} r", comment="allow list: upper half")
-        _allow_tree(asm, ranges[:mid], f"{label} l")
+        _allow_tree(asm, ranges[:mid], f"{label} l", miss)
         asm.label(f"{label} r")
-        _allow_tree(asm, ranges[mid:], f"{label} r")
+        _allow_tree(asm, ranges[mid:], f"{label} r", miss)
         return
     for i, (first, last) in enumerate(ranges):
         # Ascending runs: past this one, try the next; below its start, nothing later
         # can match either.
-        nxt = f"{label} {i + 1}" if i + 1 < len(ranges) else "unlisted"
+        nxt = f"{label} {i + 1}" if i + 1 < len(ranges) else miss
         if i:
             asm.label(f"{label} {i}")
         asm.jgt(last, nxt)
         if first == last:
-            asm.jeq(first, "allow", "unlisted", comment="allow list")
+            asm.jeq(first, "allow", miss, comment=_TREE_COMMENT[miss])
         else:
-            asm.jge(first, "allow", "unlisted", comment="allow list")
+            asm.jge(first, "allow", miss, comment=_TREE_COMMENT[miss])
     if not ranges:
-        asm.ja("unlisted")
+        asm.ja(miss)
 
 
 def _socket_block(asm: Assembler, rules: Sequence[SocketRule]) -> None:
