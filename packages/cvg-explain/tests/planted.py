@@ -1,9 +1,10 @@
 """Run the real cvg-run and cvg-explain, as root or as the unprivileged user.
 
 Each is a fresh process: as root, the console scripts of this environment; as
-``cvgtest``, ``/usr/bin/python3.11`` with this environment's site-packages added,
-because the interpreter behind the environment lives under /root (mode 0700) and an
-unprivileged user cannot run it. Tools run under ``/usr/bin/python3``, which every
+``cvgtest``, an interpreter of this version that user can run, with this
+environment's site-packages added (or a world-readable copy of what it needs, when
+the clone sits where that user cannot look), because the interpreter behind the
+environment may live under /root (mode 0700). Tools run under ``/usr/bin/python3``, which every
 user can read.
 
 Oracles are outside the code under test: a tool's exit status and output, a
@@ -26,6 +27,7 @@ from typing import Any
 
 import yaml
 
+import cvg_testing
 from cvg_run.planning import default_policy_bytes
 
 UNPRIV_USER = "cvgtest"
@@ -145,7 +147,9 @@ def tool_argv(tool: Path, *args: str) -> list[str]:
 def cli_argv(who: Who, prog: str, *args: str) -> list[str]:
     if who.user is None:
         return [str(BIN / prog), *args]
-    return ["/usr/bin/python3.11", "-c", _LAUNCH.format(site=SITE, module=_MODULES[prog]), *args]
+    site = cvg_testing.import_path_for(who.user) or SITE
+    python = cvg_testing.unpriv_python(who.user)
+    return [python, "-c", _LAUNCH.format(site=site, module=_MODULES[prog]), *args]
 
 
 def cvg_run(

@@ -3,9 +3,10 @@
 Every test talks to a real server process over stdio through
 ``mcp.client.stdio.stdio_client`` and ``ClientSession``: no in-process shortcuts.
 The server runs as root, or as the unprivileged user ``cvgtest`` (through
-``setpriv``, on /usr/bin/python3.11: pytest's own interpreter lives under /root,
-mode 0700, and is unreadable to that user, so the workspace's sources and
-site-packages are given on PYTHONPATH instead).
+``setpriv``, on an interpreter of this version that user can run: pytest's own may
+live under /root, mode 0700, so the workspace's sources and site-packages are given
+on PYTHONPATH instead, or a world-readable copy of them when the clone itself sits
+where that user cannot look).
 
 Oracles are outside the code under test: files, the process table (/proc), and the
 output of the same command run with no sandbox.
@@ -34,10 +35,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
+import cvg_testing
 from cvg_run.planning import default_policy_bytes
 
 UNPRIV_USER = "cvgtest"
-SYSTEM_PYTHON = "/usr/bin/python3.11"
 WORKSPACE = Path(__file__).resolve().parents[3]
 SITE = sysconfig.get_paths()["purelib"]
 SERVER_CODE = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -56,10 +57,27 @@ def ensure_unpriv_user() -> pwd.struct_passwd:
         return pwd.getpwnam(UNPRIV_USER)
 
 
+def _anyone() -> pwd.struct_passwd:
+    return ensure_unpriv_user() if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
+
+
+def system_python() -> str:
+    """An interpreter of this Python version that every identity here can run."""
+    return cvg_testing.unpriv_python(_anyone())
+
+
 def pythonpath() -> str:
     """What an interpreter other than pytest's needs to import the workspace."""
+    staged = cvg_testing.import_path_for(_anyone())
+    if staged is not None:
+        return staged
     srcs = sorted(str(p) for p in (WORKSPACE / "packages").glob("*/src"))
     return os.pathsep.join([*srcs, SITE])
+
+
+def tool_site() -> str:
+    """The one directory a confined tool adds to its path to import mcp."""
+    return cvg_testing.import_path_for(_anyone()) or SITE
 
 
 @dataclass
@@ -131,7 +149,7 @@ class World:
             os.chown(path, self.user.pw_uid, self.user.pw_gid)
 
     def server_argv(self, *flags: str) -> list[str]:
-        python = sys.executable if self.user is None else SYSTEM_PYTHON
+        python = sys.executable if self.user is None else system_python()
         return self.as_user(
             [python, "-c", SERVER_CODE, "--policies", str(self.policies), "--cwd", str(self.cwd),
              *flags]

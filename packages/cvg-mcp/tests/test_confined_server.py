@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import anyio
-from mcphelp import CVG_RUN_CODE, SITE, SYSTEM_PYTHON, World, session
+from mcphelp import CVG_RUN_CODE, World, session, system_python, tool_site
 
 FIXTURE = Path(__file__).parent / "fixtures" / "files_server.py"
 CANARY = "-----BEGIN OPENSSH PRIVATE KEY----- canary\n"
@@ -39,12 +39,16 @@ def _setup(world: World) -> tuple[Path, Path]:
     key.chmod(0o600)
     world.own(ssh)
     world.own(key)
+    # The interpreter may live outside /usr (a CI runner's tool cache).
+    prefix = str(Path(system_python()).resolve().parents[1])
+    extra = [] if prefix.startswith("/usr") else [prefix]
+    read = ["/usr", "/etc", "${CWD}", tool_site(), *extra, str(granted), "/dev/urandom"]
     world.policy(
         "server",
         filesystem={
-            "read": ["/usr", "/etc", "${CWD}", SITE, str(granted), "/dev/urandom", "/dev/zero"],
+            "read": [*read, "/dev/zero"],
             "write": ["${SCRATCH}", "/dev/null"],
-            "execute": ["/usr", "/bin", "/lib", "/lib64"],
+            "execute": ["/usr", "/bin", "/lib", "/lib64", *extra],
         },
         # The tool knows where home is; it may not read it.
         environment={"set": {"PATH": "/usr/bin:/bin", "HOME": "${HOME}"}, "pass": ["LANG"]},
@@ -53,13 +57,13 @@ def _setup(world: World) -> tuple[Path, Path]:
 
 
 def _cvg_run(world: World, *args: str) -> list[str]:
-    python = sys.executable if world.user is None else SYSTEM_PYTHON
+    python = sys.executable if world.user is None else system_python()
     return world.as_user([python, "-c", CVG_RUN_CODE, *args])
 
 
 def test_a_confined_fastmcp_server_reads_what_it_may_and_not_the_ssh_key(world: World) -> None:
     server, granted = _setup(world)
-    tool = [SYSTEM_PYTHON, str(server), SITE]
+    tool = [system_python(), str(server), tool_site()]
     confined = _cvg_run(world, "-p", str(world.policies / "server.yaml"), "--", *tool)
 
     async def body() -> None:
