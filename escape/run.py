@@ -100,6 +100,12 @@ LIMITS = {
         '--allow-degraded (README, "What cvg does not enforce")',
         lambda abi, pol: abi < 6 and pol == "unix",
     ),
+    "listen-autobind": (
+        "with tcp_bind granted, listen() on a TCP socket never bound binds an ephemeral "
+        "port that Landlock's bind rule does not see (README, \"What cvg does not "
+        "enforce\"); with no tcp_bind and no unix sockets seccomp refuses listen()",
+        lambda abi, pol: pol == "workspace",
+    ),
     "unix-path": (
         "pathname UNIX sockets are not path-checked below ABI 9 when network.unix "
         "is granted (DESIGN.md policy comment on `unix`; KERNEL-NOTES.md section 4)",

@@ -37,7 +37,7 @@ def socketpair_dgram_sendto_abstract(a):
     s.sendto(b"exfil", "\0" + a["sink"][1:])
 
 
-@attack("net-tcp", "autobind", hold=1.5, extra={"deadline": 8.0})
+@attack("net-tcp", "autobind", hold=1.5, limit="listen-autobind", extra={"deadline": 8.0})
 def listen_autobind_ephemeral(a):
     """listen() on a TCP socket never bound: the kernel binds it to an ephemeral port
     (no bind(), so no bind check), and the tool accepts from outside on a port the
