@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+import cvg_testing
+
 HERE = Path(__file__).resolve().parent
 POLICIES = HERE / "policies"
 TOOLS = HERE / "tools"
@@ -362,19 +364,9 @@ def test_web_fetcher_reaches_only_its_host(place: Place, web: list[str]) -> None
 # --- one example as the unprivileged user ---------------------------------------------
 
 
-def _unpriv() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam("cvgtest")
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                        "/usr/sbin/nologin", "cvgtest"], check=True)  # fmt: skip
-        return pwd.getpwnam("cvgtest")
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become cvgtest")
-@pytest.mark.skipif(not Path("/usr/bin/python3.11").exists(), reason="no /usr/bin/python3.11")
 def test_shell_runner_as_unprivileged_user() -> None:
-    user = _unpriv()
+    user = cvg_testing.ensure_unpriv_user()
     # Not pytest's tmp_path: its parents are private to root.
     tmp_path = Path(tempfile.mkdtemp(prefix="cvg-example-"))
     try:
@@ -391,13 +383,14 @@ def _shell_runner_as(user: pwd.struct_passwd, tmp_path: Path) -> None:
     canary = tmp_path / "home" / "secret"
     canary.write_text(CANARY)
     canary.chmod(0o644)  # readable by cvgtest: only the sandbox stands in the way
-    # This interpreter may sit under a home cvgtest cannot read; the system one can load
-    # cvg from this environment's site-packages.
+    # This interpreter, and the clone itself, may sit under a home cvgtest cannot read:
+    # an interpreter it can run loads cvg from this environment's site-packages, or
+    # from a world-readable copy of it; the policy is copied out too.
     launcher = [
-        "/usr/bin/python3.11", "-c",
+        cvg_testing.unpriv_python(user), "-c",
         "import site, sys; site.addsitedir(sys.argv.pop(1)); "
         "from cvg_run.cli import run; sys.argv[0] = 'cvg-run'; run()",
-        sysconfig.get_paths()["purelib"],
+        cvg_testing.import_path_for(user) or sysconfig.get_paths()["purelib"],
     ]  # fmt: skip
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"),
            "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
@@ -408,7 +401,9 @@ def _shell_runner_as(user: pwd.struct_passwd, tmp_path: Path) -> None:
                               group=user.pw_gid, extra_groups=[], capture_output=True,
                               text=True, timeout=60, check=False)  # fmt: skip
 
-    policy = str(POLICIES / "shell-runner.yaml")
+    policy = str(tmp_path / "shell-runner.yaml")
+    shutil.copy(POLICIES / "shell-runner.yaml", policy)
+    os.chmod(policy, 0o644)
     r = as_user([*launcher, "-p", policy, "--", "sh", "-c", "id -u; echo made > out; cat out"])
     assert (r.returncode, r.stdout) == (0, f"{user.pw_uid}\nmade\n"), r.stderr
     bare = as_user(["cat", str(canary)])
