@@ -201,8 +201,10 @@ class Network(CvgModel):
     unix: bool = Field(
         default=False,
         description=(
-            "Whether `socket(AF_UNIX)` is allowed. `socketpair()` is always allowed: it "
-            "reaches nothing outside the sandbox."
+            "Whether `socket(AF_UNIX)` and datagram `socketpair()` are allowed (stream and "
+            "seqpacket pairs always are: they reach nothing else). Below Landlock ABI 9 any "
+            "pathname socket the tool can name is reachable, so cvg-run refuses such a "
+            "policy there unless --allow-degraded."
         ),
     )
     hosts: list[HostRule] = Field(
