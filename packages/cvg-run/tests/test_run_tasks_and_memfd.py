@@ -27,7 +27,10 @@ from runhelp import (
     wait_for,
 )
 
+from cvg_kernel._libc import prctl
+
 Identity = pwd.struct_passwd | None
+PR_SET_DUMPABLE = 4
 
 THREADS = r"""
 import os, sys, threading, time
@@ -79,7 +82,13 @@ def _run(box: Box, identity: Identity, name: str, resources: dict, code: str, *a
         resources=resources,
     )
     argv = ["-p", str(policy), "--", "python3", "-c", code, str(box.share), *args]
-    return run_main(argv, box=box, user=identity)
+    return run_main(argv, box=box, user=identity, before=_dumpable)
+
+
+def _dumpable() -> None:
+    """As cvg-run is when a user starts it: the test child changed its uid,
+    which made it (and its children, until they exec) non-dumpable."""
+    prctl(PR_SET_DUMPABLE, 1)
 
 
 def _records(box: Box) -> list:

@@ -492,7 +492,7 @@ def _watch(
                     memory = totals is not None and totals.memory_bytes is not None
                     if memory and now >= held_next:
                         began = time.monotonic()
-                        held = tree.held_memory(members, reserve.memory_devs)
+                        held = tree.held_memory(members, reserve.memory_devs, reserve.dumpable)
                         took = time.monotonic() - began
                         held_next = now + max(HELD_INTERVAL, took / HELD_SHARE)
                 except OSError as e:

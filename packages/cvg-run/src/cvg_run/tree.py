@@ -21,6 +21,9 @@ import select
 import stat
 
 from cvg_kernel import process
+from cvg_kernel._libc import prctl
+
+PR_GET_DUMPABLE = 3
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -83,7 +86,7 @@ def memory_devices() -> frozenset[int]:
     return frozenset(devs)
 
 
-def held_memory(members: list[int], memory_devs: frozenset[int]) -> int:
+def held_memory(members: list[int], memory_devs: frozenset[int], strict: bool = True) -> int:
     """Bytes allocated to memfds and unlinked in-memory files that ``members``
     hold open or mapped, each inode once.
 
@@ -91,10 +94,14 @@ def held_memory(members: list[int], memory_devs: frozenset[int]) -> int:
     put in such a file without mapping it. A mapped file whose descriptor was
     closed is sized through /proc/PID/map_files, which needs CAP_SYS_ADMIN;
     without it the mapping's own length is counted instead (a lower bound).
+
+    With ``strict``, a member whose descriptors cannot be read raises
+    PermissionError; without it (this process is not dumpable itself, so its
+    children are not either until they exec) that member is skipped.
     """
     sizes: dict[tuple[int, int], int] = {}
     for pid in members:
-        _held_by_fds(pid, memory_devs, sizes)
+        _held_by_fds(pid, memory_devs, sizes, strict)
         _held_by_maps(pid, memory_devs, sizes)
     return sum(sizes.values())
 
@@ -105,11 +112,13 @@ def _in_memory(target: str, st: os.stat_result, memory_devs: frozenset[int]) -> 
     return st.st_nlink == 0 and st.st_dev in memory_devs and stat.S_ISREG(st.st_mode)
 
 
-def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int]) -> None:
+def _held_by_fds(
+    pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int], strict: bool
+) -> None:
     try:
         names = os.listdir(f"/proc/{pid}/fd")
     except OSError as e:
-        if process.gone(e):
+        if process.gone(e) or (e.errno == errno.EACCES and not strict):
             return
         if e.errno == errno.EACCES:
             # A member that made itself non-dumpable hides its descriptors from
@@ -181,6 +190,9 @@ class Reserve:
     def __init__(self) -> None:
         self.nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
         self.memory_devs = memory_devices()
+        # A member the supervisor cannot inspect hid itself on purpose only if
+        # it did not inherit that from us (see held_memory).
+        self.dumpable = os.geteuid() == 0 or prctl(PR_GET_DUMPABLE) == 1
         self.children = process.OwnChildren()
         self.poller = select.epoll(flags=select.EPOLL_CLOEXEC)
         self.spare = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(_SPARE)]
