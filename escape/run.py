@@ -103,7 +103,7 @@ LIMITS = {
     "listen-autobind": (
         "with tcp_bind granted, listen() on a TCP socket never bound binds an ephemeral "
         "port that Landlock's bind rule does not see (README, \"What cvg does not "
-        "enforce\"); with no tcp_bind and no unix sockets seccomp refuses listen()",
+        'enforce"); with no tcp_bind and no unix sockets seccomp refuses listen()',
         lambda abi, pol: pol == "workspace",
     ),
     "unix-path": (
