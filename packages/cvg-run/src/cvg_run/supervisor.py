@@ -448,6 +448,7 @@ def _watch(
     forwarded_at: float | None = None
     held = 0
     held_next = 0.0
+    was_hidden: set[int] = set()
     # epoll, not poll: poll() fails with EINVAL once RLIMIT_NOFILE is below the
     # number of descriptors it is given, and the tool can lower ours.
     poller = reserve.poller
@@ -492,9 +493,12 @@ def _watch(
                     memory = totals is not None and totals.memory_bytes is not None
                     if memory and now >= held_next:
                         began = time.monotonic()
-                        held = tree.held_memory(members, reserve.memory_devs, reserve.dumpable)
+                        hidden: set[int] | None = set() if reserve.dumpable else None
+                        held = tree.held_memory(members, reserve.memory_devs, hidden)
                         took = time.monotonic() - began
                         held_next = now + max(HELD_INTERVAL, took / HELD_SHARE)
+                        tree.refuse_hidden(hidden or set(), was_hidden)
+                        was_hidden = hidden or set()
                 except OSError as e:
                     return failed(_blind(e))
                 detail = _over(used, held, processes, totals, reaped_before)

@@ -86,7 +86,9 @@ def memory_devices() -> frozenset[int]:
     return frozenset(devs)
 
 
-def held_memory(members: list[int], memory_devs: frozenset[int], strict: bool = True) -> int:
+def held_memory(
+    members: list[int], memory_devs: frozenset[int], hidden: set[int] | None = None
+) -> int:
     """Bytes allocated to memfds and unlinked in-memory files that ``members``
     hold open or mapped, each inode once.
 
@@ -95,15 +97,28 @@ def held_memory(members: list[int], memory_devs: frozenset[int], strict: bool = 
     closed is sized through /proc/PID/map_files, which needs CAP_SYS_ADMIN;
     without it the mapping's own length is counted instead (a lower bound).
 
-    With ``strict``, a member whose descriptors cannot be read raises
-    PermissionError; without it (this process is not dumpable itself, so its
-    children are not either until they exec) that member is skipped.
+    A member whose descriptors cannot be read (EACCES: it is not dumpable, or
+    it is exiting and has let go of its memory) is added to ``hidden``, or
+    skipped when ``hidden`` is None.
     """
     sizes: dict[tuple[int, int], int] = {}
     for pid in members:
-        _held_by_fds(pid, memory_devs, sizes, strict)
+        if not _held_by_fds(pid, memory_devs, sizes):
+            if hidden is not None:
+                hidden.add(pid)
+            continue
         _held_by_maps(pid, memory_devs, sizes)
     return sum(sizes.values())
+
+
+def refuse_hidden(hidden: set[int], before: set[int]) -> None:
+    """Raise PermissionError for a member hidden at two walks in a row: not
+    just exiting, but made non-dumpable. What cannot be counted ends the run."""
+    still = hidden & before
+    if still:
+        raise PermissionError(
+            errno.EACCES, f"process {min(still)} hides its descriptors (it is not dumpable)"
+        )
 
 
 def _in_memory(target: str, st: os.stat_result, memory_devs: frozenset[int]) -> bool:
@@ -112,20 +127,15 @@ def _in_memory(target: str, st: os.stat_result, memory_devs: frozenset[int]) -> 
     return st.st_nlink == 0 and st.st_dev in memory_devs and stat.S_ISREG(st.st_mode)
 
 
-def _held_by_fds(
-    pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int], strict: bool
-) -> None:
+def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int]) -> bool:
+    """Add what ``pid`` holds open to ``sizes``; False when it cannot be read."""
     try:
         names = os.listdir(f"/proc/{pid}/fd")
     except OSError as e:
-        if process.gone(e) or (e.errno == errno.EACCES and not strict):
-            return
+        if process.gone(e):
+            return True
         if e.errno == errno.EACCES:
-            # A member that made itself non-dumpable hides its descriptors from
-            # an unprivileged supervisor: what cannot be counted ends the run.
-            raise PermissionError(
-                errno.EACCES, f"process {pid} hides its descriptors (it is not dumpable)"
-            ) from e
+            return False
         raise
     for name in names:
         link = f"/proc/{pid}/fd/{name}"
@@ -140,6 +150,7 @@ def _held_by_fds(
             raise
         if _in_memory(target, st, memory_devs):
             sizes[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return True
 
 
 def _held_by_maps(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int]) -> None:
@@ -191,7 +202,8 @@ class Reserve:
         self.nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
         self.memory_devs = memory_devices()
         # A member the supervisor cannot inspect hid itself on purpose only if
-        # it did not inherit that from us (see held_memory).
+        # it did not inherit that from us: our children are as dumpable as we
+        # are until they exec.
         self.dumpable = os.geteuid() == 0 or prctl(PR_GET_DUMPABLE) == 1
         self.children = process.OwnChildren()
         self.poller = select.epoll(flags=select.EPOLL_CLOEXEC)
