@@ -202,6 +202,13 @@ class Assembler:
             raise BpfError(f"refusing to emit {action_name(action)}: it is not a boundary")
         self._ops.append(_Op(RET_K, _check_u32(action), comment=comment))
 
+    def ret_supervised(self, comment: str = "") -> None:
+        """USER_NOTIF for a call the supervisor decides and performs itself
+        (:mod:`cvg_kernel.guard`). Not a boundary by itself: it holds because the
+        supervisor never answers CONTINUE where an argument could change under it, and
+        with nobody listening the kernel answers ENOSYS."""
+        self._ops.append(_Op(RET_K, SECCOMP_RET_USER_NOTIF, comment=comment))
+
     def _cond(self, code: int, k: int, jt: str | None, jf: str | None, comment: str) -> None:
         self._ops.append(_Op(code, _check_u32(k), jt=jt, jf=jf, comment=comment))
 

@@ -64,9 +64,9 @@ from .bpf import (
     SECCOMP_RET_ACTION_FULL,
     SECCOMP_RET_DATA,
     SECCOMP_RET_ERRNO,
-    SECCOMP_RET_USER_NOTIF,
     Instruction,
     evaluate,
+    ret_errno,
     validate,
 )
 from .seccomp import AUDIT_ARCH
@@ -295,6 +295,7 @@ def serve(
     on_denial: Callable[[NotifiedCall], object],
     *,
     stop_fd: int | None = None,
+    supervised: Sequence[str] = (),
 ) -> Served:
     """Answer every notification on ``listener_fd`` until no filtered process is left.
 
@@ -311,9 +312,13 @@ def serve(
     A tool cannot hang this loop: it is woken only for notifications that are
     there to take, answering never blocks, and a stop request is seen between any
     two answers.
+
+    ``supervised`` names the calls the filter sends here to be decided and performed
+    (:mod:`cvg_kernel.guard`); each is answered with what its guard did, and reported
+    to ``on_denial`` only when refused.
     """
     try:
-        return _serve(listener_fd, program, arch, on_denial, stop_fd)
+        return _serve(listener_fd, program, arch, on_denial, stop_fd, supervised)
     finally:
         os.close(listener_fd)
 
@@ -324,10 +329,17 @@ def _serve(
     arch: str,
     on_denial: Callable[[NotifiedCall], object],
     stop_fd: int | None,
+    supervised: Sequence[str] = (),
 ) -> Served:
     validate(program)
-    if any(insn[0] == RET_K and insn[3] == SECCOMP_RET_USER_NOTIF for insn in program):
+    # The notifying program starts with the listener check, whose 7th instruction
+    # answers EBUSY; the plain program never does.
+    if len(program) > 6 and tuple(program[6]) == (RET_K, 0, 0, ret_errno(_errno.EBUSY)):
         raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
+    from .guard import GUARDS
+
+    table = _syscall_table.TABLES.get(arch, {})
+    guards = {table[name]: GUARDS[name] for name in supervised if name in table}
     if arch not in AUDIT_ARCH:
         raise NotifyError(f"unsupported architecture {arch!r}")
     ours = (
@@ -367,7 +379,17 @@ def _serve(
                 if err in (_errno.ENOENT, _errno.EINTR):
                     continue
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_RECV: {os.strerror(err)}")
-            err_answer = answers(notif.data)
+            guard = guards.get(notif.data.nr)
+            if guard is not None:
+                nid = ctypes.c_uint64(notif.id)
+
+                def pending(nid: ctypes.c_uint64 = nid) -> bool:
+                    valid = _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, ctypes.addressof(nid))
+                    return bool(valid == 0)
+
+                err_answer = guard(notif.pid, tuple(notif.data.args), pending)
+            else:
+                err_answer = answers(notif.data)
             resp.id = notif.id
             resp.val = 0
             resp.error = -err_answer
@@ -380,6 +402,8 @@ def _serve(
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_SEND: {os.strerror(err)}")
             answered += 1
             nr = notif.data.nr
+            if err_answer == 0:
+                continue  # a supervised call performed: nothing was refused
             on_denial(
                 NotifiedCall(
                     notif.pid,

@@ -49,8 +49,8 @@ _LANDLOCK_KEYS = frozenset(
      "required"}
 )  # fmt: skip
 _SECCOMP_KEYS = frozenset(
-    {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny", "listen",
-     "memfd_noexec", "allow", "on_violation"}
+    {"deny", "deny_errno", "enosys", "kill", "sockets", "clone_namespaces", "ioctl_deny",
+     "listen", "supervise", "memfd_noexec", "allow", "on_violation"}
 )  # fmt: skip
 _RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
@@ -200,6 +200,13 @@ class Prepared(Record, frozen=False):
         if self.ruleset is not None:
             self.ruleset.restrict_self()
         cloexec_from(3)
+        if self.filter.supervised and self.handover is None:
+            # Nobody would answer the supervised calls (they would get ENOSYS): refuse
+            # to start rather than run a tool whose listen() cannot work.
+            raise PlanError(
+                "$.seccomp.supervise: the plan has calls a supervisor decides "
+                "(cvg_kernel.guard); prepare it with notify_sock and serve the listener"
+            )
         listener = self.filter.install()
         if self.handover is not None:
             self.handover.send(listener)
@@ -351,7 +358,7 @@ def _prepare_landlock(
 
 def _prepare_seccomp(spec: Mapping[str, Any], arch: str) -> seccomp.Filter:
     kwargs: dict[str, Any] = {}
-    for key in ("deny", "enosys", "kill", "ioctl_deny"):
+    for key in ("deny", "enosys", "kill", "ioctl_deny", "supervise"):
         if key in spec:
             kwargs[key] = tuple(_str_list(spec[key], f"$.seccomp.{key}"))
     if "deny_errno" in spec:

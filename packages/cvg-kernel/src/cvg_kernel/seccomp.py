@@ -68,6 +68,7 @@ SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
 # Marks the shared ENOSYS verdict (clone3, x32, numbers newer than the table): an
 # answer that makes libc fall back, not a denial, so the notifying variant keeps it.
 ENOSYS_VERDICT = "ENOSYS: not a denial, libc falls back"
+SUPERVISED_VERDICT = "the supervisor decides and performs the call"
 
 # All CLONE_NEW* flags: NEWTIME 0x80, NEWNS 0x20000, NEWCGROUP, NEWUTS, NEWIPC,
 # NEWUSER, NEWPID, NEWNET (0x02000000..0x40000000).
@@ -180,8 +181,14 @@ SPEC_KEYS = frozenset(
         "ioctl_deny",
         "memfd_noexec",
         "listen",
+        "supervise",
     }
 )
+
+SUPERVISED = ("listen",)
+"""What ``supervise`` may name: calls the supervisor checks and performs itself
+(:mod:`cvg_kernel.guard`). ``listen``: refused on a TCP socket that was never bound
+(it would bind an ephemeral port out of Landlock's sight), performed otherwise."""
 
 
 def errno_value(name: str) -> int:
@@ -297,6 +304,7 @@ def compile_spec(
     allow: Iterable[str] | None = None,
     on_violation: str = "errno",
     listen: bool = True,
+    supervise: Iterable[str] = (),
 ) -> Compiled:
     """:func:`build_program`, keeping comments and the names skipped for this arch."""
     numbers = table(arch)
@@ -369,9 +377,20 @@ def compile_spec(
         for _, nr in resolved[what]:
             asm.jeq(nr, what, comment=what)
     # listen() on an unbound TCP socket binds an ephemeral port without bind(), where
-    # Landlock's bind rule would look: with nothing to listen on, refuse the call.
+    # Landlock's bind rule would look: with nothing to listen on, refuse the call;
+    # otherwise the supervisor looks at the socket and listens on it itself.
+    supervised = _names("supervise", supervise)
+    for name in supervised:
+        if name not in SUPERVISED:
+            raise SeccompError(f"supervise: {name!r} is not one of {', '.join(SUPERVISED)}")
     if not listen and "listen" not in owner:
         asm.jeq(numbers["listen"], "eperm", comment="listen: no tcp_bind, no unix")
+    elif (
+        "listen" in supervised
+        and "listen" not in owner
+        and (allowed is None or "listen" in allowed)
+    ):
+        asm.jeq(numbers["listen"], "supervised", comment="listen: the supervisor decides")
 
     # 4-7. Argument filters, unless a list above already decided the whole syscall,
     #      or an allow list leaves it out (then it is refused whatever its arguments).
@@ -452,6 +471,9 @@ def compile_spec(
     asm.ret(deny_action, comment=f"deny ({deny_errno})")
     asm.label("eperm")
     asm.ret(ret_errno(_errno.EPERM))
+    if supervised:
+        asm.label("supervised")
+        asm.ret_supervised(comment=SUPERVISED_VERDICT)
     if allowed is not None:
         asm.label("unlisted")
         asm.ret(violation, comment=f"not in the allow list ({on_violation})")
@@ -592,6 +614,7 @@ def build_program(
     allow: Iterable[str] | None = None,
     on_violation: str = "errno",
     listen: bool = True,
+    supervise: Iterable[str] = (),
 ) -> list[Instruction]:
     """Compile a plan's ``seccomp`` section into a BPF program for ``arch``.
 
@@ -623,11 +646,12 @@ def build_program(
         allow=allow,
         on_violation=on_violation,
         listen=listen,
+        supervise=supervise,
     ).program
 
 
 def notifying(
-    arch: str, program: Sequence[Instruction], comments: Sequence[str] = ()
+    arch: str, program: Sequence[Instruction], comments: Sequence[str] = (), errors: bool = True
 ) -> list[Instruction]:
     """``program`` with every ERRNO denial turned into SECCOMP_RET_USER_NOTIF.
 
@@ -658,7 +682,8 @@ def notifying(
         code, _, _, k = insn
         comment = comments[pc] if pc < len(comments) else ""
         if (
-            code == RET_K
+            errors
+            and code == RET_K
             and (k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO
             and comment != ENOSYS_VERDICT
         ):
@@ -705,8 +730,13 @@ class Filter:
         self.errno_program: tuple[Instruction, ...] = tuple(compiled.program)
         self.instructions: tuple[Instruction, ...] = self.errno_program
         self._comments = [c for _, c in compiled.annotated]
-        if listener:
-            self.instructions = tuple(notifying(self.arch, self.errno_program, self._comments))
+        # Calls the supervisor performs itself (cvg_kernel.guard) need a listener even
+        # when denials are not reported; the listener check comes first either way.
+        self.supervised = SUPERVISED_VERDICT in self._comments
+        if listener or self.supervised:
+            self.instructions = tuple(
+                notifying(self.arch, self.errno_program, self._comments, errors=listener)
+            )
             self._comments = [
                 "notify mode: no listener for the tool",
                 *[""] * (NOTIFY_PREFIX_LEN - 2),
@@ -719,7 +749,9 @@ class Filter:
         self._prog_ptr = ctypes.pointer(self._prog)
         # Passed as unsigned long so the variadic syscall() sees full registers.
         self._mode = ctypes.c_ulong(SECCOMP_SET_MODE_FILTER)
-        self._flags = ctypes.c_ulong(SECCOMP_FILTER_FLAG_NEW_LISTENER if listener else 0)
+        self._flags = ctypes.c_ulong(
+            SECCOMP_FILTER_FLAG_NEW_LISTENER if listener or self.supervised else 0
+        )
         running = _libc.machine()
         self._nr: int | None = (
             _syscall_table.TABLES[running]["seccomp"] if running == self.arch else None

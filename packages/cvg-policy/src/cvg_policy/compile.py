@@ -499,6 +499,10 @@ def compile_report(
     seccomp: dict[str, Any] = {"sockets": sockets}
     if not (net.tcp_bind or net.unix):
         seccomp["listen"] = False
+    elif tcp:
+        # A TCP socket can be made: listen() on one never bound would bind an ephemeral
+        # port beside the granted ones, so the supervisor decides each listen().
+        seccomp["supervise"] = ["listen"]
     if policy.syscalls.mode == "allowlist":
         # The deny list still decides first: a listed deny-list call stays denied unless
         # the risk was accepted (cvg-validate --accept-risk), so an allow list generated

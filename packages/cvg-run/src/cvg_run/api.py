@@ -105,6 +105,15 @@ class Sandbox:
                 "network.hosts needs the per-run proxy of cvg-run; the warm Sandbox "
                 "starts none (run this policy with cvg-run)"
             )
+        seccomp_spec = planned.plan.get("seccomp") or {}
+        if seccomp_spec.get("supervise"):
+            # The warm helper serves no seccomp listener, and without one the supervised
+            # calls could only fail: say so now rather than at the tool's first listen().
+            raise SandboxError(
+                f"this policy has calls cvg-run's supervisor decides "
+                f"({', '.join(seccomp_spec['supervise'])}: a policy granting tcp_bind); "
+                "the warm Sandbox serves none (run this policy with cvg-run)"
+            )
         degraded = planned.plan.get("degraded") or []
         # As with cvg-run: the embedded default is the best this kernel offers.
         allow_degraded = allow_degraded or (policy is None and bool(degraded))

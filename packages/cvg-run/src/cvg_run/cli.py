@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 
-from . import planning, record
+from . import guarding, planning, record
 from .supervisor import Outcome, not_started, resolve_command, supervise, tree_limits
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -232,9 +232,16 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
         plan = planned.plan
 
     scratch = make_scratch(run_id)
+    guard = None
     try:
         try:
-            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd})
+            notify_sock = None
+            if not args.trace and guarding.supervised(plan):
+                guard = guarding.Guarding(plan)  # the tracer serves these under --trace
+                notify_sock = guard.theirs
+            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd}, notify_sock=notify_sock)
+            if guard is not None:
+                guard.program, guard.arch = prepared.filter.errno_program, prepared.filter.arch
         except (PlanError, OSError) as e:
             _say(f"cannot apply the plan: {e}")
             outcome = not_started(str(e))
@@ -261,6 +268,7 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                         processes=plan.get("processes"),
                         totals=tree_limits(plan),
                         tracer=tracer,
+                        guard=guard,
                     )
                     if outcome.meaning in ("not_found", "not_executable", "not_started"):
                         _say(outcome.detail or outcome.meaning)
@@ -276,6 +284,8 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
                     if tracer is not None:
                         tracer.close()
     finally:
+        if guard is not None:
+            guard.stop()  # closes its sockets when the run never started
         if proxy is not None:
             proxy.stop()
         if not args.keep_scratch:

@@ -38,6 +38,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
     from typing import Any
 
+    from .guarding import Guarding
     from .tracing.tracer import Tracer
 
 EXIT_WALL_CLOCK = 124
@@ -191,6 +192,7 @@ def supervise(
     processes: int | None = None,
     totals: TreeLimits | None = None,
     tracer: Tracer | None = None,
+    guard: Guarding | None = None,
 ) -> Outcome:
     """Run ``argv`` confined by ``prepared`` and supervise it to the end.
 
@@ -203,6 +205,10 @@ def supervise(
     forked here execs strace, which starts the launcher that confines itself
     (see cvg_run.tracing). The tool's first process is then strace's child, and
     the trace says when and how it ended.
+
+    With ``guard`` (a plan with ``seccomp.supervise``, untraced), a thread of this
+    process serves the calls the filter hands over (cvg_run.guarding) until the
+    tool's tree is gone.
     """
     _ensure_subreaper()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -233,10 +239,14 @@ def supervise(
                     os.close(trace_r)
                     _strace_child(strace_argv, cwd, err_w, [err_w, trace_w, *tracer.child_fds])
             os.close(err_w)
+            if guard is not None:
+                guard.start()
             limits = (wall_clock, processes, totals)
             outcome = _watched(pid, (err_r, trace_r, trace_w), sigs, t0, limits, tracer, reserve)
     finally:
         reserve.close()
+        if guard is not None:
+            guard.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     outcome.pid = pid if tracer is None else (tracer.root_pid() or pid)
     outcome.started = started

@@ -313,6 +313,15 @@ class Seccomp(CvgModel):
             "binds an ephemeral port without calling bind(), out of Landlock's sight."
         ),
     )
+    supervise: list[Literal["listen"]] = Field(
+        default_factory=list,
+        description=(
+            "Calls the supervisor decides and performs itself through seccomp user "
+            "notification (cvg_kernel.guard), never letting the tool's own call go on. "
+            "`listen`: refused (EACCES) on a TCP socket that was never bound, performed "
+            "otherwise. A plan with any needs a supervisor that serves the listener."
+        ),
+    )
     allow: list[SyscallName] | None = Field(
         default=None,
         description=(
@@ -358,6 +367,8 @@ class Seccomp(CvgModel):
                 data.pop("on_violation", None)
         if self.listen and isinstance(data, dict):
             data.pop("listen", None)  # plans that allow listen dump as they always did
+        if not self.supervise and isinstance(data, dict):
+            data.pop("supervise", None)
         return data
 
 

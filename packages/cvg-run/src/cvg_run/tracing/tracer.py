@@ -147,7 +147,11 @@ class Tracer:
         self._serving = False
         self._stop_r = self._stop_w = -1
         self.notify_error: str | None = None
-        if self.mode == "notify":
+        # Calls the supervisor performs itself (cvg_kernel.guard) need the channel in
+        # every mode: without a listener the filter would answer them ENOSYS.
+        spec = plan.get("seccomp")
+        self.supervised = tuple(spec.get("supervise") or ()) if isinstance(spec, dict) else ()
+        if self.mode == "notify" or self.supervised:
             # _socket, not socket: the module costs ten milliseconds to import, on the
             # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
             import _socket
@@ -247,7 +251,14 @@ class Tracer:
             os.close(self._ours)
             self._ours = -1
         try:
-            serve(listener, self.program, self.arch or "", self._notified, stop_fd=self._stop_r)
+            serve(
+                listener,
+                self.program,
+                self.arch or "",
+                self._notified,
+                stop_fd=self._stop_r,
+                supervised=self.supervised,
+            )
         except Exception as e:
             self.notify_error = f"{type(e).__name__}: {e}"
 
