@@ -92,9 +92,7 @@ def _python() -> str:
     pytest.fail("no system python3 the test identities can run")
 
 
-def test_unbound_listen_is_refused_and_the_granted_port_works(
-    identity: Identity, box: Box
-) -> None:
+def test_unbound_listen_is_refused_and_the_granted_port_works(identity: Identity, box: Box) -> None:
     port = _free_port()
     python = _python()
     # Bare: the ephemeral port takes the outside connection.
