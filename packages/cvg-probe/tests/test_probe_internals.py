@@ -4,6 +4,7 @@ results, fed outcomes that must *not* count as proof."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,18 @@ def test_abi_shortfall_messages() -> None:
         "needs Landlock ABI 1; this kernel offers no Landlock (ABI 0)"
     )
     assert probes.LandlockState(7, 7, 9).lacks(8) == "needs Landlock ABI 8; this kernel offers 7"
+
+
+@pytest.mark.parametrize(("right", "kind"), [("make_char", "S_IFCHR"), ("make_block", "S_IFBLK")])
+def test_device_checks_make_a_real_device(
+    right: str, kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A character device 0:0 is a whiteout, which some kernels let through without
+    make_char (landlock-lsm/linux#63): its denial would prove nothing about devices."""
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "mknod", lambda _path, mode, dev: calls.append((mode, dev)))
+    (check,) = [c for c in probes.FS_CHECKS if c.right == right]
+    check.op(str(tmp_path))
+    ((mode, dev),) = calls
+    assert stat.S_IFMT(mode) == getattr(stat, kind)
+    assert dev != 0 and os.major(dev) != 0
