@@ -82,7 +82,10 @@ def build(per_attack: dict, *, native: int, elapsed: float, jobs: int) -> dict:
 
 def _cell_key(cell: str) -> tuple:
     ident, abi = cell.split("/")
-    return (ident != "root", -int(abi[3:].split("-")[0]))
+    # A real-kernel cell (IDENTITY/linux-X.Y, run.py --cell) after the ABI cells.
+    if not abi.startswith("abi"):
+        return (ident != "root", 1, abi)
+    return (ident != "root", 0, -int(abi[3:].split("-")[0]))
 
 
 def _ci(c: dict) -> str:
@@ -136,7 +139,14 @@ def results_readme(data: dict) -> str:
         "underneath is still the real one). `documented-limit` means the oracle fired only "
         'through a documented limit: DESIGN.md ("What is enforced, and what is not") or the '
         'README ("What cvg does not enforce"), which also lists abstract unix sockets below '
-        "ABI 6 with `unix: true` and extended attributes.",
+        "ABI 6 with `unix: true` and extended attributes."
+        + (
+            " Cells named `IDENTITY/linux-X.Y` ran on that real kernel, booted in a qemu "
+            "virtual machine by tools/kernel-run (docs/kernels.md), at its own native ABI: "
+            "no simulation."
+            if any(not c.split("/")[1].startswith("abi") for c in cells)
+            else ""
+        ),
         "",
         "## Per cell",
         "",
