@@ -54,7 +54,7 @@ _SECCOMP_KEYS = frozenset(
 )  # fmt: skip
 _RESTORE_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
-# Exit statuses shared with cvg-run (DESIGN.md).
+# Exit statuses shared with cvg-run (docs/design.md, "Exit statuses").
 EXIT_NOT_STARTED = 125
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
@@ -237,7 +237,7 @@ class Prepared(Record, frozen=False):
         raise saved or last
 
     def exec(self, argv: Sequence[str]) -> NoReturn:
-        """``execve``, exiting with 126 or 127 (the statuses DESIGN.md gives) and a
+        """``execve``, exiting with 126 or 127 (the statuses docs/design.md gives) and a
         one-line reason on stderr if it fails."""
         try:
             self.execve(argv)

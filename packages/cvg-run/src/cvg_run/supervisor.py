@@ -62,7 +62,7 @@ _subreaper_set = False
 
 
 class Outcome(Record, frozen=False):
-    """How a run ended, in the terms of DESIGN.md's exit statuses."""
+    """How a run ended, in the terms of the exit statuses of docs/design.md."""
 
     status: int
     meaning: str  # exited, signaled, wall_clock, not_started, not_executable, not_found, limit
