@@ -1,6 +1,6 @@
 """Writing a policy back out: reviewable YAML, or a ``cvg.policy`` JSON message.
 
-:func:`render_yaml` writes every section in the order of DESIGN.md, each key
+:func:`render_yaml` writes every section in the order of docs/policy.md, each key
 explicitly (what is not granted shows as ``[]`` or ``false``), and puts each generated
 rule's reasons as comments directly above the rule::
 
@@ -45,7 +45,7 @@ SECTION_ORDER: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("environment", ("set", "pass")),
     ("syscalls", ("allow",)),
 )
-"""Sections and their keys in the order of the policy format (DESIGN.md)."""
+"""Sections and their keys in the order of the policy format (docs/policy.md)."""
 
 _OPTIONAL_AROUND: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "syscalls": (("mode",), ("on_violation",)),
@@ -130,7 +130,7 @@ def _reason_lines(reasons: Sequence[Reason], indent: str) -> list[str]:
 
 
 def render_yaml(policy: Policy) -> str:
-    """The policy as YAML: sections in DESIGN.md order, reasons as comments."""
+    """The policy as YAML: sections in docs/policy.md order, reasons as comments."""
     reasons: Mapping[str, list[Reason]] = policy.reasons
     lines: list[str] = []
     if reasons:
