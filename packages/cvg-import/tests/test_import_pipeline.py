@@ -1,4 +1,4 @@
-"""The DESIGN pipeline, exactly as written, on the real reports:
+"""The pipeline of docs/design.md, exactly as written, on the real reports:
 
     cvg-import divergence report.json --baseline runtime.json | cvg-generate | cvg-validate > p.yaml
 

@@ -414,7 +414,7 @@ def test_disassembles_a_real_program() -> None:
 
 # ------------------------------------- the seccomp programs against the spec, by reference
 
-# From docs/plan-format.md and KERNEL-NOTES, independently of cvg_kernel.seccomp.
+# From docs/plan-format.md and docs/kernel-notes.md, independently of cvg_kernel.seccomp.
 FAMILIES = {"unix": 1, "inet": 2, "inet6": 10, "netlink": 16, "packet": 17}
 TYPES = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 5}
 UNNAMED_ENTRY_TYPES = ["stream", "dgram", "seqpacket"]
@@ -511,7 +511,7 @@ NOTES_DENY = [
     "get_thread_area",
     "epoll_ctl_old",
     "epoll_wait_old",
-]  # KERNEL-NOTES' list, minus clone3 (ENOSYS) and memfd_create (argument-filtered)
+]  # the original deny list and the census's, minus clone3 (ENOSYS) and memfd_create
 DEFAULT_SPEC: dict[str, Any] = {
     "deny": NOTES_DENY,
     "deny_errno": "EPERM",

@@ -187,7 +187,7 @@ ALL_NET = ["bind_tcp", "connect_tcp"]
 ALL_SCOPES = ["abstract_unix_socket", "signal"]
 ALL_FLAGS = ["log_same_exec_off", "log_new_exec_on", "log_subdomains_off", "tsync"]
 
-# Written out by hand from the kernel's history (KERNEL-NOTES.md section 1), not
+# Written out by hand from the kernel's history (docs/kernel-notes.md), not
 # derived from the module's tables, so a wrong table entry fails here.
 FS_MASK_AT = {
     0: 0,

@@ -1,5 +1,5 @@
 """The committed syscall table is exactly what the generator makes, and agrees with
-the numbers measured in KERNEL-NOTES.md."""
+the numbers pinned below (docs/kernel-notes.md, "System call numbers")."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_generator_check_mode_agrees() -> None:
     assert _load_generator().main(["--check"]) == 0
 
 
-# (name, x86_64, aarch64) from KERNEL-NOTES section 1 and 3; None = absent on that arch.
+# (name, x86_64, aarch64), docs/kernel-notes.md "System call numbers"; None = absent.
 NOTES = [
     ("ptrace", 101, 117),
     ("clone3", 435, 435),
@@ -116,7 +116,7 @@ def test_numbers_match_kernel_notes(name: str, x86_64: int | None, aarch64: int 
 
 
 def test_uselib_is_absent_from_the_table() -> None:
-    # KERNEL-NOTES gives uselib as 134 on x86_64, but Linux dropped the syscall and the
+    # uselib was 134 on x86_64, but Linux dropped the syscall and the
     # 7.2 table no longer lists it; cvg_kernel.seccomp skips it as arch-specific. If a
     # regenerated table brings it back, it must be denied again by number.
     assert "uselib" not in TABLES["x86_64"]
