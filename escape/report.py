@@ -137,7 +137,7 @@ def results_readme(data: dict) -> str:
         "not-proven with the reason. Cells are `IDENTITY/abiN`; `-sim` marks an ABI "
         "simulated with `CVG_LANDLOCK_ABI_MAX` on this newer kernel (a simulation: the kernel "
         "underneath is still the real one). `documented-limit` means the oracle fired only "
-        'through a documented limit: DESIGN.md ("What is enforced, and what is not") or the '
+        'through a documented limit: docs/design.md ("What is enforced, and what is not") or the '
         'README ("What cvg does not enforce"), which also lists abstract unix sockets below '
         "ABI 6 with `unix: true` and extended attributes."
         + (
@@ -251,7 +251,7 @@ def top_section(data: dict) -> str:
     if limits:
         lines.append(
             "Documented limits reached: " + ", ".join(f"`{n}`" for n in limits) + " (see "
-            'DESIGN.md, "What is enforced, and what is not", and the README, '
+            'docs/design.md, "What is enforced, and what is not", and the README, '
             '"What cvg does not enforce").'
         )
     lines.append(
