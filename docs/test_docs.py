@@ -3,9 +3,13 @@ link in the project's Markdown resolves (the file, and the #anchor in a Markdown
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import io
+import os
 import re
 import sys
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
@@ -166,3 +170,156 @@ def test_the_link_checker_finds_broken_links(tmp_path: Path, text: str, expected
     problems = broken_links(page, root=tmp_path)
     assert len(problems) == expected, problems
     assert all(p.startswith("docs/page.md:1: ") for p in problems)
+
+
+# ----------------------------------------------------- paths named in text, and no outside files
+
+# The repository stands on its own: its docs and code comments name files in the tree, and
+# none outside it. A path counts as a repository path when it starts at one of the tree's
+# top-level folders (docs/policy.md, packages/cvg-run/..., escape/run.py): a path that
+# starts with / (/usr/bin), ~, $, a URL, or a placeholder (<kind>, {name}, ${CWD}) does not.
+TOP_DIRS = ("benchmarks", "docs", "escape", "examples", "packages", "tools")
+_REPO_PATH = re.compile(r"(?<![\w./~$@:%-])((?:" + "|".join(TOP_DIRS) + r")/[\w.*\-/]*)(?![\w<{$])")
+_PLACEHOLDER = re.compile(r"(?<![A-Za-z])[A-Z](?![A-Za-z])")
+_CAPS = re.compile(r"[A-Z][A-Z0-9_]*")
+# Spelled in pieces so this file does not name them itself.
+_NOTES = "KERNEL" + "-NOTES"
+_OUTSIDE = re.compile(r"\b(?:DESIGN\.md|" + _NOTES + r")\b|\.\./shared\b")
+_SKIP_DIRS = {".git", ".venv", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+              ".hypothesis", "__pycache__", "node_modules"}  # fmt: skip
+# Generated from results.json by escape/run.py, rewritten by the next matrix run.
+_GENERATED = ("escape/results/",)
+_TEXT_SUFFIXES = {".md", ".py", ".toml", ".yaml", ".yml", ".json", ".txt", ".cfg", ".sh"}
+
+
+def tree_files(root: Path = ROOT, suffixes: set[str] = _TEXT_SUFFIXES) -> list[Path]:
+    """The project's own text files: no virtual environments, caches or generated results."""
+    out = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        rel = Path(here).relative_to(root).as_posix() + "/"
+        if rel.startswith(_GENERATED):
+            dirs[:] = []
+            continue
+        out.extend(Path(here) / f for f in sorted(files) if Path(f).suffix in suffixes)
+    return out
+
+
+def python_prose(text: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of every comment and docstring of a Python source."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            yield tok.start[0], tok.string
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                for i, line in enumerate(first.value.value.splitlines()):
+                    yield first.lineno + i, line
+
+
+def named_paths(path: Path, root: Path = ROOT) -> Iterator[tuple[int, str]]:
+    """(line, path) for each repository path a Markdown file or a Python file's comments
+    and docstrings name."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not _REPO_PATH.search(text):
+        return
+    lines = python_prose(text) if path.suffix == ".py" else enumerate(text.splitlines(), 1)
+    for n, line in lines:
+        for m in _REPO_PATH.finditer(line):
+            yield n, m.group(1).rstrip(".")
+
+
+def _checkable(named: str) -> bool:
+    """A file (its last part has a suffix) or a path two folders deep, with no
+    placeholder part (X.Y, NAME): ``tools/greet/`` in an example stays an example."""
+    parts = [p for p in named.split("/") if p]
+    if any(_PLACEHOLDER.search(p) or _CAPS.fullmatch(p) for p in parts):
+        return False
+    return "." in parts[-1].lstrip(".") or len(parts) >= 3
+
+
+def missing_paths(path: Path, root: Path = ROOT) -> list[str]:
+    problems = []
+    for n, named in named_paths(path, root):
+        if not _checkable(named):
+            continue
+        found = any(root.glob(named.rstrip("/"))) if "*" in named else (root / named).exists()
+        if not found:
+            problems.append(f"{path.relative_to(root)}:{n}: {named}: no such path in the tree")
+    return problems
+
+
+def outside_references(path: Path, root: Path = ROOT) -> list[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [
+        f"{path.relative_to(root)}:{n}: names {m.group(0)}, a file outside the repository"
+        for n, line in enumerate(text.splitlines(), 1)
+        for m in _OUTSIDE.finditer(line)
+    ]
+
+
+def test_every_path_named_in_docs_and_comments_exists() -> None:
+    files = tree_files(suffixes={".md", ".py"})
+    assert ROOT / "docs" / "design.md" in files and ROOT / "noxfile.py" in files
+    problems = [p for f in files for p in missing_paths(f)]
+    assert not problems, "paths that do not exist:\n" + "\n".join(problems)
+
+
+def test_no_text_names_a_file_outside_the_repository() -> None:
+    problems = [p for f in tree_files() for p in outside_references(f)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("page.md", "see docs/missing.md and packages/cvg-x/src/x.py\n", 2),
+        ("page.md", "see docs/policy.md, escape/ and escape/attacks/*.py.\n", 0),
+        ("page.md", "run /usr/bin/python3 on ~/docs/x.md, https://h/docs/x.md, ../docs/y.md\n", 0),
+        ("page.md", "write packages/<dist>/README.md or docs/${NAME}.md\n", 0),
+        ("mod.py", '"""Pinned in docs/gone.md."""\n# and tools/gone.py\nX = "docs/nope.md"\n', 2),
+    ],
+)
+def test_the_path_checker_finds_missing_paths(
+    tmp_path: Path, name: str, text: str, expected: int
+) -> None:
+    # A planted reference to a file that is not there is reported with its line; a real
+    # one, a system path, a URL, a relative link and a placeholder are not.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "policy.md").write_text("# Policy\n")
+    (tmp_path / "escape" / "attacks").mkdir(parents=True)
+    (tmp_path / "escape" / "attacks" / "fs.py").write_text("")
+    page = tmp_path / name
+    page.write_text(text, encoding="utf-8")
+    problems = missing_paths(page, root=tmp_path)
+    assert len(problems) == expected, problems
+    assert all(p.startswith(f"{name}:") for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("as " + "DESIGN" + ".md says", 1),
+        (_NOTES + " section 4; " + _NOTES + ".md", 2),
+        ("from " + ".." + "/shared/fixtures", 1),
+        ("see docs/design.md and docs/kernel-notes.md", 0),
+    ],
+)
+def test_the_outside_reference_checker(tmp_path: Path, text: str, expected: int) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(text + "\n", encoding="utf-8")
+    assert len(outside_references(page, root=tmp_path)) == expected
