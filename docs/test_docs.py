@@ -1,5 +1,7 @@
-"""The docs are true: docs/cli.md is what the tools' --help says, and every internal
-link in the project's Markdown resolves (the file, and the #anchor in a Markdown file)."""
+"""The docs are true: docs/cli.md is what the tools' --help says, every internal link
+in the project's Markdown resolves (the file, and the #anchor in a Markdown file), every
+repository path the docs and code comments name exists, and nothing names a file
+outside the repository."""
 
 from __future__ import annotations
 
