@@ -106,6 +106,11 @@ LIMITS = {
         'enforce"); with no tcp_bind and no unix sockets seccomp refuses listen()',
         lambda abi, pol: pol == "workspace",
     ),
+    "public-process-info": (
+        "scheduling facts and ids of other processes are public, as in /proc (the census "
+        "allows getpgid, getsid, capget, getpriority, ioprio_get and the sched_get* calls)",
+        lambda abi, pol: True,
+    ),
     "unix-path": (
         "pathname UNIX sockets are not path-checked below ABI 9 when network.unix "
         "is granted (DESIGN.md policy comment on `unix`; KERNEL-NOTES.md section 4)",
@@ -649,6 +654,9 @@ def _run_job(job: dict) -> dict:
         if a["extra"].get("sentinel") or oracle_kind in ("sentinel", "sentinel-attrs"):
             netns = a["extra"].get("sentinel") == "netns"
             ipc = a["extra"].get("sentinel") == "ipc"
+            # "info": in the runner's own session and process group, so that the ids a
+            # tool reads are not its pid again
+            info_mode = a["extra"].get("sentinel") == "info"
             info_path = oracle / "sentinel.json"
             sentinels.append(
                 subprocess.Popen(
@@ -663,7 +671,7 @@ def _run_job(job: dict) -> dict:
                     ],
                     env={"CVG_SENTINEL_SECRET": secret, "PATH": "/usr/bin"},
                     preexec_fn=demote,
-                    start_new_session=True,
+                    start_new_session=not info_mode,
                     stdin=subprocess.DEVNULL,
                 )
             )
@@ -671,7 +679,9 @@ def _run_job(job: dict) -> dict:
             while not info_path.exists() and time.time() < t_end:
                 time.sleep(0.01)
             args["sentinel"] = json.loads(info_path.read_text())
-            attrs_before = probes.sched_attrs(args["sentinel"]["pid"])
+            if info_mode:
+                shape_sentinel(args["sentinel"]["pid"])
+            attrs_before = sentinel_attrs(args["sentinel"]["pid"])
         fds_to_pass = []
         if oracle_kind == "secret" and a["extra"].get("inherit"):
             fd = os.open(outside / "secret.txt", os.O_RDONLY)
@@ -683,7 +693,7 @@ def _run_job(job: dict) -> dict:
             fds_to_pass.append(c.detach())
             args["inherited"] = {"socket": fds_to_pass[-1]}
         pty_master = pty_slave = None
-        if oracle_kind == "tty":
+        if oracle_kind in ("tty", "tty-hangup"):
             import termios
             import tty
 
@@ -694,6 +704,9 @@ def _run_job(job: dict) -> dict:
             termios.tcsetattr(pty_slave, termios.TCSANOW, attrs)
             os.chown(os.ttyname(pty_slave), uid, gid)
             args["inject"] = f"echo INJECTED-{tok}\n"
+        census_pre = census_prepare(
+            a, args=args, outside=outside, secret=secret, tok=tok, base=base, demote=demote
+        )
         (work / "args.json").write_text(json.dumps(args))
         os.chown(work / "args.json", uid, gid)
 
@@ -784,6 +797,9 @@ def _run_job(job: dict) -> dict:
             "autobind": None,
             "watched": False,
             "sup_nofile": [],
+            "personality": [],
+            "ipc_during": None,
+            "ipc_sampled": 0.0,
         }
         hold = a["hold"]
         status = rusage = t_tool = None
@@ -851,6 +867,21 @@ def _run_job(job: dict) -> dict:
                 nofile = status_limit(proc.pid, "Max open files")
                 if nofile and nofile not in obs["sup_nofile"]:
                     obs["sup_nofile"].append(nofile)
+            if oracle_kind == "personality":
+                for p in tool:
+                    v = read(f"/proc/{p}/personality").strip()
+                    if v and int(v, 16) & PERSONALITY_FLAGS and v not in obs["personality"]:
+                        obs["personality"].append(v)
+            if (
+                oracle_kind == "sentinel-ipc"
+                and t_tool is not None
+                and obs["ipc_during"] is None
+                and now - obs["ipc_sampled"] >= 0.3
+            ):
+                obs["ipc_sampled"] = now
+                st = ipc_state(args["sentinel"], base)
+                if st != census_pre["ipc"]:
+                    obs["ipc_during"] = st
             if oracle_kind == "autobind" and obs["autobind"] is None:
                 obs["autobind"] = probe_reported_port(out_f, ports["BIND_PORT"])
             if (
@@ -1062,6 +1093,16 @@ def _run_job(job: dict) -> dict:
                 new_records=set(os.listdir(state / "state/cvg/runs")) - records_before,
                 sandboxed=job["abi"] is not None,
             )
+        elif oracle_kind in CENSUS_ORACLES:
+            fired, evidence = judge_census(
+                oracle_kind,
+                pre=census_pre,
+                obs=obs,
+                args=args,
+                stdout=stdout,
+                base=base,
+                pty_slave=pty_slave,
+            )
         elif oracle_kind == "tty":
             os.set_blocking(pty_slave, False)
             try:
@@ -1106,6 +1147,8 @@ def _run_job(job: dict) -> dict:
                 for i, key in objs.items():
                     if key == args["ipc_key"] and i not in sysv_before.get(k, {}):
                         probes.sysv_remove(k, i)
+        if "census_pre" in locals():
+            census_cleanup(census_pre, demote)
         if "saved_nices" in locals() and saved_nices:
             probes.restore_nices(saved_nices)
         for s in sinks.values():
@@ -1138,7 +1181,7 @@ def judge_more(kind: str, *, obs, lim, args, ports, stdout, status, leftovers, s
     """The verdicts of the oracles for scheduling, IPC, shared memory, threads,
     autobind and the supervisor's own limits."""
     if kind == "sentinel-attrs":
-        changes = probes.diff_attrs(attrs_before, probes.sched_attrs(args["sentinel"]["pid"]))
+        changes = probes.diff_attrs(attrs_before, sentinel_attrs(args["sentinel"]["pid"]))
         if any(s.poll() is not None for s in sentinels):
             changes.append("sentinel died")
         if not changes:
@@ -1193,6 +1236,290 @@ def judge_more(kind: str, *, obs, lim, args, ports, stdout, status, leftovers, s
         if sandboxed and not new_records:
             parts.append("no run record written")
         return bool(parts), "; ".join(parts) or "supervisor's limits, record and cleanup intact"
+    raise ValueError(kind)
+
+
+# --------------------------------------------------------------------------- census oracles
+# The oracles of the attacks on the calls the syscall census names (attacks/census_*.py).
+
+CENSUS_ORACLES = (
+    "sentinel-info",
+    "sentinel-ipc",
+    "sentinel-mem",
+    "numa",
+    "host",
+    "personality",
+    "tty-hangup",
+    "mounted",
+    "none",
+)
+PERSONALITY_FLAGS = 0x0040000 | 0x0400000  # ADDR_NO_RANDOMIZE | READ_IMPLIES_EXEC
+# The sentinel's descriptor pairs kcmp_sentinel_files compares ("fd": its secret file).
+KCMP_PAIRS = ((0, "fd"), (1, "fd"), (2, "fd"), (0, 1), (0, 2), (1, 2))
+_libc.syscall.restype = ctypes.c_long
+
+
+def sentinel_attrs(pid: int) -> dict:
+    """probes.sched_attrs and the real-time priority (what sched_setparam changes)."""
+    out = probes.sched_attrs(pid)
+    f = _stat_fields(pid)
+    if f:
+        out["rt_priority"] = f[37]
+    return out
+
+
+def _stat_fields(pid: int) -> list[str]:
+    s = read(f"/proc/{pid}/stat")
+    return s[s.rindex(")") + 2 :].split() if ")" in s else []
+
+
+def shape_sentinel(pid: int) -> None:
+    """Random scheduling facts for a sentinel whose facts a tool reads: a nice value,
+    SCHED_RR with a priority, a best-effort I/O priority and a CPU mask."""
+    import random
+
+    r = random.SystemRandom()
+    os.setpriority(os.PRIO_PROCESS, pid, r.randint(1, 19))
+    os.sched_setscheduler(pid, os.SCHED_RR, os.sched_param(r.randint(2, 50)))
+    _libc.syscall(251, 1, pid, 2 << 13 | r.randint(0, 7))  # ioprio_set(PROCESS, BE)
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(pid, r.sample(cpus, r.randint(1, len(cpus))))
+
+
+def sentinel_facts(sent: dict) -> dict[str, str]:
+    """What the public-info attacks print, read from outside (and as root)."""
+    pid = sent["pid"]
+    f = _stat_fields(pid)
+    if not f:
+        return {}
+    facts = {"pgid": f[2], "sid": f[3], "nice": f[16], "priority": f[37], "policy": f[38]}
+    caps = [int(status_field(pid, k) or "0", 16) for k in ("CapEff", "CapPrm", "CapInh")]
+    facts["caps"] = ":".join(f"{c:x}" for c in caps)
+    facts["affinity"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(pid)))
+    facts["ioprio"] = str(_libc.syscall(252, 1, pid))
+    ts = (ctypes.c_long * 2)()
+    if _libc.syscall(148, pid, ctypes.byref(ts)) == 0:
+        facts["rr_interval"] = str(ts[0] * 10**9 + ts[1])
+    head, size = ctypes.c_void_p(), ctypes.c_size_t()
+    if _libc.syscall(274, pid, ctypes.byref(head), ctypes.byref(size)) == 0:
+        facts["robust"] = f"0x{head.value or 0:x}"
+    res = []
+    for i, j in KCMP_PAIRS:
+        i, j = (sent["fd"] if x == "fd" else x for x in (i, j))
+        res.append(str(_libc.syscall(312, pid, pid, 0, i, j)))
+    facts["kcmp"] = ",".join(res)
+    return facts
+
+
+def mq_state(name: str, base: Path) -> str:
+    """A POSIX queue's line in an mqueue filesystem (QSIZE, NOTIFY, NOTIFY_PID), read
+    through a private mount in a mount namespace of its own, gone with it."""
+    d = base / "mqueue-view"
+    d.mkdir(exist_ok=True)
+    r = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c",
+         'mount -t mqueue none "$1" && cat "$1/$2"', "sh", str(d), name.lstrip("/")],
+        capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    return " ".join(r.stdout.split()) if r.returncode == 0 else "gone"
+
+
+def ipc_state(sent: dict, base: Path) -> dict[str, str]:
+    """The sentinel's SysV objects' rows in /proc/sysvipc and its POSIX queue's state."""
+    st = {}
+    for kind, key in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
+        rows = [
+            " ".join(line.split())
+            for line in read(f"/proc/sysvipc/{kind}").splitlines()[1:]
+            if line.split()[1:2] == [str(sent[key])]
+        ]
+        st[kind] = rows[0] if rows else "gone"
+    st["mq"] = mq_state(sent["mq"], base)
+    return st
+
+
+def anon_huge_kb(pid: int) -> int:
+    for line in read(f"/proc/{pid}/smaps_rollup").splitlines():
+        if line.startswith("AnonHugePages:"):
+            return int(line.split()[1])
+    return 0
+
+
+def numa_nodes(pid: int) -> set[str]:
+    import re
+
+    return set(re.findall(r"\bN(\d+)=", read(f"/proc/{pid}/numa_maps")))
+
+
+def host_state(ws: str) -> dict[str, str]:
+    """Settings of the whole machine the host attacks aim at."""
+    st = {k: read(f"/proc/sys/kernel/{k}").strip() for k in HOST_NAMES}
+    st["swaps"] = read("/proc/swaps")
+    st["modules"] = " ".join(sorted(x.split()[0] for x in read("/proc/modules").splitlines()))
+    for k in ("kexec_loaded", "kexec_crash_loaded"):
+        st[k] = read(f"/sys/kernel/{k}").strip()
+    tx = ctypes.create_string_buffer(208)
+    if _libc.adjtimex(tx) >= 0:  # modes 0: a read
+        st["adjtimex tick"] = str(int.from_bytes(tx.raw[88:96], "little", signed=True))
+        st["adjtimex status"] = str(int.from_bytes(tx.raw[40:44], "little"))
+    acct = Path(ws) / "acct"
+    # The attack creates the file itself; only records in it are acct()'s doing.
+    st["accounting records"] = str(acct.exists() and acct.stat().st_size > 0)
+    return st
+
+
+HOST_NAMES = ("hostname", "domainname", "ctrl-alt-del")
+
+
+def mount_line(mnt: Path) -> str:
+    for line in read("/proc/self/mountinfo").splitlines():
+        f = line.split()
+        if f[4] == str(mnt):
+            return " ".join(f[4:])
+    return "not mounted"
+
+
+def plant_key(desc: str, secret: str, demote) -> None:
+    code = (
+        "import ctypes, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "d, p = sys.argv[1].encode(), sys.argv[2].encode()\n"
+        "r = libc.syscall(248, b'user', d, p, len(p), -4)\n"  # add_key into @u
+        "sys.exit(0 if r > 0 else ctypes.get_errno())\n"
+    )
+    subprocess.run([PY, "-c", code, desc, secret], preexec_fn=demote, check=True, timeout=20)
+
+
+def drop_keys(desc: str, demote) -> None:
+    """Invalidate every key of the user named ``desc`` (keys outlive the run)."""
+    keys = subprocess.run(
+        [PY, "-c", "print(open('/proc/keys').read())"],
+        capture_output=True,
+        text=True,
+        preexec_fn=demote,
+    ).stdout
+    for k in keys.splitlines():
+        if desc in k.split():
+            kid = int(k.split()[0], 16)
+            subprocess.run(
+                [PY, "-c", f"import ctypes; ctypes.CDLL(None).syscall(250, 21, {kid})"],
+                preexec_fn=demote,
+                check=False,
+            )  # keyctl(KEYCTL_INVALIDATE, id)
+
+
+def census_prepare(a: dict, *, args, outside, secret, tok, base, demote) -> dict:
+    """What the census attacks' oracles need before the run: a tmpfs mount, a line in
+    the kernel log, a key in the user's keyring, and the before-states."""
+    extra, kind = a["extra"], a["oracle"]
+    pre: dict = {"extra": extra}
+    if extra.get("mount"):
+        # Named with the secret for the attacks that list mounts; a plain name for
+        # those that change it (they are told where it is).
+        mnt = outside / (f"m-{secret}" if kind == "secret" else "mnt")
+        mnt.mkdir()
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "cvg-escape", str(mnt)],
+            check=True,
+        )
+        pre["mnt"] = mnt
+        pre["mount"] = mount_line(mnt)
+        if kind != "secret":
+            args["mnt"] = str(mnt)
+    if extra.get("kmsg"):
+        with open("/dev/kmsg", "w") as f:
+            f.write(f"cvg-escape: {secret}\n")
+    if extra.get("plant_key"):
+        pre["key"] = f"cvg-escape-{tok}"
+        plant_key(pre["key"], secret, demote)
+    if kind == "sentinel-ipc":
+        pre["ipc"] = ipc_state(args["sentinel"], base)
+    if kind == "sentinel-mem":
+        pre["huge"] = anon_huge_kb(args["sentinel"]["pid"])
+    if kind == "numa":
+        pre["nodes"] = numa_nodes(args["sentinel"]["pid"])
+    if kind == "host":
+        pre["host"] = host_state(args["ws"])
+        pre["clock"] = time.time() - time.monotonic()
+    return pre
+
+
+def census_cleanup(pre: dict, demote) -> None:
+    if "key" in pre:
+        drop_keys(pre["key"], demote)
+    if "host" in pre:
+        # Put back any machine name or the ctrl-alt-del setting an attack changed.
+        for k in HOST_NAMES:
+            was = pre["host"][k]
+            if was and read(f"/proc/sys/kernel/{k}").strip() != was:
+                with open(f"/proc/sys/kernel/{k}", "w") as f:
+                    f.write(was + "\n")
+                print(f"RESTORED /proc/sys/kernel/{k} to {was!r}", file=sys.stderr)
+
+
+def judge_census(kind: str, *, pre, obs, args, stdout, base, pty_slave) -> tuple[bool, str]:
+    """The verdicts of the census attacks' oracles."""
+    if kind == "sentinel-info":
+        facts = sentinel_facts(args["sentinel"])
+        said = [ln.split("=", 1) for ln in stdout.splitlines() if "=" in ln]
+        said = [(k, v.strip()) for k, v in said if k in facts]
+        if not said:
+            return False, "the tool printed none of the sentinel's facts"
+        wrong = [f"{k}={v} (sentinel's: {facts[k]})" for k, v in said if facts[k] != v]
+        if wrong:
+            return False, "printed facts differ from the sentinel's: " + "; ".join(wrong)
+        return True, "the sentinel's " + ", ".join(f"{k}={v}" for k, v in said) + " printed"
+    if kind == "sentinel-ipc":
+        after = ipc_state(args["sentinel"], base)
+        changed = [
+            f"{k}: {pre['ipc'][k]!r} -> {st[k]!r}"
+            for st in (obs["ipc_during"], after)
+            if st
+            for k in st
+            if st[k] != pre["ipc"][k]
+        ]
+        if not changed:
+            return False, "the sentinel's SysV rows and POSIX queue unchanged"
+        return True, "sentinel's " + "; ".join(dict.fromkeys(changed))[:300]
+    if kind == "sentinel-mem":
+        now = anon_huge_kb(args["sentinel"]["pid"])
+        return now > pre["huge"], f"sentinel's AnonHugePages {pre['huge']} -> {now} kB"
+    if kind == "numa":
+        now = numa_nodes(args["sentinel"]["pid"])
+        online = read("/sys/devices/system/node/online").strip()
+        return now != pre["nodes"], (
+            f"sentinel's pages on nodes {sorted(pre['nodes'])} -> {sorted(now)}"
+            f" (nodes online: {online})"
+        )
+    if kind == "host":
+        now = host_state(args["ws"])
+        changed = [f"{k} {pre['host'][k]!r} -> {now[k]!r}" for k in now if now[k] != pre["host"][k]]
+        jump = (time.time() - time.monotonic()) - pre["clock"]
+        if abs(jump) > 0.5:
+            changed.append(f"realtime clock moved {jump:+.1f} s against the monotonic one")
+        if not changed:
+            return False, "the machine's names, clock, swap, modules and kexec unchanged"
+        return True, "machine " + "; ".join(changed)[:300]
+    if kind == "personality":
+        p = obs["personality"]
+        return bool(p), (
+            f"tool process with personality {p[0]}" if p else "no tool process changed personality"
+        )
+    if kind == "tty-hangup":
+        import select
+
+        poller = select.poll()
+        poller.register(pty_slave, select.POLLHUP)
+        hung = any(ev & select.POLLHUP for _, ev in poller.poll(0))
+        return hung, "terminal hung up" if hung else "terminal not hung up"
+    if kind == "mounted":
+        now = mount_line(pre["mnt"])
+        if now == pre["mount"]:
+            return False, "the outside tmpfs mount unchanged"
+        return True, f"outside tmpfs mount {pre['mount']!r} -> {now!r}"
+    if kind == "none":
+        return False, "no outside view of this call's effect (see the attack's docstring)"
     raise ValueError(kind)
 
 
