@@ -448,17 +448,30 @@ def test_unix_sockets_are_degraded_below_abi_9(home: Path, policy_factory: Make)
 
 def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
     plan = compile_policy(_full_policy(home, policy_factory), variables=context(), abi=4)
-    assert degraded(plan) == {("ipc.signal_outside", 6), ("filesystem.read[1]", 5)}
+    # Signals are scoped by the supervisor instead of Landlock: not degraded.
+    assert degraded(plan) == {("filesystem.read[1]", 5)}
+    assert plan.seccomp.supervise == ["signal"]
     plan = compile_policy(_full_policy(home, policy_factory, unix=True), variables=context(), abi=4)
     assert degraded(plan) == {
-        ("ipc.signal_outside", 6),
         ("network.unix", 6),
         ("network.unix", 9),
         ("filesystem.read[1]", 5),
     }
-    signal = next(d for d in plan.degraded if d.rule == "ipc.signal_outside")
-    assert signal.item == "landlock.scoped: signal"
-    assert "ABI 6" in signal.reason and "4" in signal.reason
+
+
+def test_signals_are_supervised_only_below_abi_6(home: Path, policy_factory: Make) -> None:
+    for abi, expected in ((0, ["signal"]), (2, ["signal"]), (5, ["signal"]), (6, []), (7, [])):
+        plan = compile_policy(_full_policy(home, policy_factory), variables=context(), abi=abi)
+        assert plan.seccomp.supervise == expected, abi
+    outside = policy_factory(ipc={"signal_outside": True})
+    assert compile_policy(outside, variables=context(), abi=4).seccomp.supervise == []
+    # A bind grant adds listen, at every ABI.
+    server = policy_factory(network={"tcp_bind": [8080]})
+    assert compile_policy(server, variables=context(), abi=7).seccomp.supervise == ["listen"]
+    assert compile_policy(server, variables=context(), abi=4).seccomp.supervise == [
+        "listen",
+        "signal",
+    ]
 
 
 def test_reading_memory_devices_is_not_degraded_at_abi_4(policy_factory: Make) -> None:
@@ -482,7 +495,6 @@ def test_reading_memory_devices_is_not_degraded_at_abi_4(policy_factory: Make) -
 def test_degraded_below_abi_4_and_3(home: Path, policy_factory: Make) -> None:
     plan = compile_policy(_full_policy(home, policy_factory), variables=context(), abi=2)
     assert degraded(plan) == {
-        ("ipc.signal_outside", 6),
         ("network.tcp_connect", 4),
         ("network.tcp_bind", 4),
         # read-only grants: truncate (ABI 3); /dev/tty also device ioctls (ABI 5)
@@ -502,7 +514,6 @@ def test_degraded_without_landlock(home: Path, policy_factory: Make) -> None:
     )
     plan = compile_policy(policy, variables=context(), abi=0)
     assert degraded(plan) == {
-        ("ipc.signal_outside", 6),
         ("filesystem.read[0]", 1),
         ("filesystem.write[0]", 1),
         ("filesystem.deny[0]", 1),

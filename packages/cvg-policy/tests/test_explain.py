@@ -102,12 +102,13 @@ def test_abi_7_with_everything_proven_is_enforced(
     assert report.abi == 7
 
 
-def test_abi_4_makes_signal_partial(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
+def test_abi_4_scopes_signals_in_the_supervisor(
+    policy: Policy, facts_factory: MakeFacts, home: Path
+) -> None:
     report = explain(policy, facts_factory(4), home)
     signal = report.rule("ipc.signal_outside")
-    assert signal.status == "partial"
-    assert signal.abi == 6
-    assert signal.lost is not None and "ABI 6" in signal.lost and "same user" in signal.lost
+    assert signal.status == "enforced"
+    assert "supervisor" in signal.mechanism and "user notification" in signal.mechanism
     # Ports are filtered at ABI 4.
     assert report.rule("network.tcp_connect[0]").status == "enforced"
     assert report.rule("network.tcp_connect").status == "enforced"
@@ -250,8 +251,8 @@ def test_report_dict_is_json(policy: Policy, facts_factory: MakeFacts, home: Pat
     data = json.loads(json.dumps(report_dict(report)))
     assert data["landlock_abi"] == 4
     assert sum(data["summary"].values()) == len(EXPECTED_ADDRESSES)
-    assert data["summary"]["partial"] >= 1
+    assert data["summary"]["enforced"] >= 1
     assert {r["address"] for r in data["rules"]} == EXPECTED_ADDRESSES
     assert set(data["rules"][0]) == {"address", "status", "mechanism", "abi", "lost", "note"}
     assert [s["topic"] for s in data["standing_limits"]] == [s.topic for s in STANDING_LIMITS]
-    assert {d["rule"] for d in data["degraded"]} == {"ipc.signal_outside"}
+    assert data["degraded"] == []  # below ABI 6 the supervisor scopes signals

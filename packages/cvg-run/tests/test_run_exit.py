@@ -1,4 +1,4 @@
-"""Every exit status of DESIGN.md's contract, as root and as an unprivileged user.
+"""Every exit status of cvg-run (docs/design.md), as root and as an unprivileged user.
 
 Each run's record is read back and validated against cvg_schema.RunRecord, so
 every exit meaning is also a record that validates (see test_run_record.py).
@@ -127,12 +127,12 @@ def test_policy_without_read_permission_is_125(as_root: None, box: Box) -> None:
 
 
 def _degradable_policy(box: Box) -> Path:
-    # Only signal scoping is missing below ABI 6; read no devices, so ABI 4's lack of
-    # ioctl_dev does not add degradations of its own.
+    # Device ioctls are controlled from ABI 5: reading /dev/ptmx is degraded at ABI 4,
+    # and nothing else is (below ABI 6 the supervisor scopes signals).
     return make_policy(
         box.share,
         filesystem={
-            "read": ["/usr", "/etc", "/bin", "/lib", "/lib64", "${CWD}"],
+            "read": ["/usr", "/etc", "/bin", "/lib", "/lib64", "${CWD}", "/dev/ptmx"],
             "write": ["${SCRATCH}"],
             "execute": ["/usr", "/bin", "/lib", "/lib64"],
         },
@@ -156,14 +156,15 @@ def test_degraded_policy_is_refused_then_allowed(identity: Identity, box: Box) -
     ran = run_main(argv, box=box, user=identity, env=abi4)
     assert ran.rc == 125
     assert ran.out == ""
-    assert "degraded [ipc.signal_outside]" in ran.err
+    assert "degraded [filesystem.read[6]]" in ran.err
+    assert "signal" not in ran.err
     assert "refusing to run" in ran.err
     assert "Traceback" not in ran.err
 
     ran = run_main(["--allow-degraded", *argv], box=box, user=identity, env=abi4)
     assert ran.rc == 0, ran.err
     assert ran.out == "ran\n"
-    assert "degraded [ipc.signal_outside]" in ran.err  # still listed on stderr
+    assert "degraded [filesystem.read[6]]" in ran.err  # still listed on stderr
 
     records = [load_record(p) for p in box.records()]
     assert len(records) == 2
@@ -175,21 +176,21 @@ def test_degraded_policy_is_refused_then_allowed(identity: Identity, box: Box) -
     assert allowed.exit.meaning == "exited"
     assert allowed.allow_degraded
     for rec in (refused, allowed):
-        assert [d.rule for d in rec.degraded] == ["ipc.signal_outside"]
-        assert "signal" in rec.degraded[0].item
+        assert [d.rule for d in rec.degraded] == ["filesystem.read[6]"]
+        assert "ioctl_dev" in rec.degraded[0].item
 
 
 def test_default_policy_runs_out_of_the_box_at_abi_4(box: Box) -> None:
-    """On stock Ubuntu 24.04 (ABI 4, simulated) the embedded default still runs;
-    the record says what the kernel could not enforce, and -v says it aloud."""
+    """On stock Ubuntu 24.04 (ABI 4, simulated) the embedded default runs with nothing
+    degraded: the supervisor scopes signals where Landlock cannot."""
     ran = run_main(["--", "true"], box=box, env={"CVG_LANDLOCK_ABI_MAX": "4"})
     assert ran.rc == 0, ran.err
     assert ran.err == ""
     ((_, rec),) = [load_record(p) for p in box.records()]
-    assert rec.allow_degraded
-    assert [d.rule for d in rec.degraded] == ["ipc.signal_outside"]
+    assert not rec.allow_degraded
+    assert rec.degraded == []
     loud = run_main(["-v", "--", "true"], box=box, env={"CVG_LANDLOCK_ABI_MAX": "4"})
-    assert loud.rc == 0 and "degraded [ipc.signal_outside]" in loud.err
+    assert loud.rc == 0 and "degraded" not in loud.err
 
 
 # --- 126: could not be executed ------------------------------------------------------------

@@ -15,6 +15,18 @@ tool granted one bind port accepted a connection on another). The supervisor ref
 listen on an inet stream socket whose local port is 0 (EACCES, what Landlock gives a
 refused bind) and performs any other listen on the tool's socket.
 
+``signal`` (below Landlock ABI 6, which scopes signals in the kernel): kill, tkill,
+tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, and setting a file's
+owner for SIGIO (fcntl F_SETOWN/F_SETOWN_EX, ioctl FIOSETOWN/SIOCSPGRP). A target
+inside the tool's own tree (this supervisor's descendants) is signalled by the
+supervisor through a pidfd opened first and checked after, so a reused pid is never
+hit; a process group or "every process" is signalled member by member, inside the tree
+only; any other target gets EPERM. Two cases go on as the tool's own call
+(:data:`CONTINUE`), because nothing in them can change under the check: a call whose
+target register names the caller's own process (``kill(getpid())``, ``tgkill(getpid(),
+tid)``: tgkill itself refuses a tid outside that group), and an owner set to the caller
+or to nobody. Signals the supervisor sends carry its pid as the sender (si_pid).
+
 With nobody listening (the supervisor gone) the kernel answers ENOSYS: the call fails.
 Standard library and ctypes only.
 """
@@ -28,11 +40,15 @@ import socket
 from collections.abc import Callable
 
 from . import _libc, _syscall_table
+from .seccomp import F_SETOWN, F_SETOWN_EX, SIGNAL_CALLS
 
 _NR = _syscall_table.TABLES.get(_libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
-__all__ = ["GUARDS", "listen", "take_descriptor", "thread_group"]
+__all__ = ["CONTINUE", "GUARDS", "SIGNAL_CALLS", "listen", "take_descriptor", "thread_group"]
+
+CONTINUE = -1
+"""A guard's answer that lets the tool's own call go on (only where it is safe, above)."""
 
 
 def _signed32(word: int) -> int:
@@ -112,8 +128,350 @@ def _sockopt(fd: int, option: int) -> int:
     return value.value
 
 
-Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], int]
+Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred"]
 
-GUARDS: dict[str, Guard] = {"listen": listen}
+
+# ------------------------------------------------------------------------ signals
+
+F_OWNER_TID, F_OWNER_PID, F_OWNER_PGRP = 0, 1, 2
+_SIGINFO_SIZE = 128
+
+
+def _stat_fields(pid: int) -> list[bytes]:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        data = f.read()
+    return data[data.rindex(b")") + 2 :].split()
+
+
+def _in_tree(pid: int) -> bool:
+    """Whether ``pid`` is below this supervisor (the tool's tree), now."""
+    me = os.getpid()
+    for _ in range(4096):
+        if pid <= 1:
+            return False
+        try:
+            pid = int(_stat_fields(pid)[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == me:
+            return True
+    return False
+
+
+def _pin(pid: int) -> int:
+    """A pidfd for the process ``pid`` names, checked to be in the tree after it was
+    opened (a pid reused by another process fails the check). OSError otherwise."""
+    tgid = thread_group(pid)
+    pidfd = _libc.syscall(_NR["pidfd_open"], ctypes.c_long(tgid), ctypes.c_long(0))
+    if not _in_tree(tgid):
+        os.close(pidfd)
+        raise PermissionError(_errno.EPERM, f"{pid} is outside the sandbox")
+    return pidfd
+
+
+def _pidfd_signal(pidfd: int, sig: int, info: ctypes.Array[ctypes.c_char] | None) -> None:
+    _libc.syscall(
+        _NR["pidfd_send_signal"],
+        ctypes.c_long(pidfd),
+        ctypes.c_long(sig),
+        info if info is not None else None,
+        ctypes.c_long(0),
+    )
+
+
+def _signal_pid(pid: int, sig: int, info: ctypes.Array[ctypes.c_char] | None = None) -> int:
+    try:
+        pidfd = _pin(pid)
+    except OSError as e:
+        return _errno.ESRCH if e.errno in (_errno.ENOENT, _errno.ESRCH) else _errno.EPERM
+    try:
+        _pidfd_signal(pidfd, sig, info)
+        return 0
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    finally:
+        os.close(pidfd)
+
+
+def _tree_members() -> list[int]:
+    from .process import descendants
+
+    return descendants(os.getpid())
+
+
+def _signal_group(members: list[int], sig: int) -> int | Deferred:
+    """Signal each member (inside the tree only) once the call is answered; ESRCH when
+    none could be pinned."""
+    pinned: list[int] = []
+    for pid in members:
+        try:
+            pinned.append(_pin(pid))
+        except OSError:
+            continue
+    if not pinned:
+        return _errno.ESRCH
+
+    def send() -> None:
+        for pidfd in pinned:
+            try:
+                if sig:
+                    _pidfd_signal(pidfd, sig, None)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+
+    return Deferred(0, send)
+
+
+def _read(tid: int, address: int, size: int) -> ctypes.Array[ctypes.c_char]:
+    fd = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.pread(fd, size, address)
+    finally:
+        os.close(fd)
+    if len(data) != size:
+        raise OSError(_errno.EFAULT, "short read of the caller's memory")
+    return ctypes.create_string_buffer(data, size)
+
+
+def _signal_after(pid: int, sig: int) -> int | Deferred:
+    """Answer first, then signal: the signal may make the kernel send the caller one
+    (SIGCHLD from a child it kills), which would interrupt the very call (EINTR)."""
+    try:
+        pidfd = _pin(pid)
+    except OSError as e:
+        return _errno.ESRCH if e.errno in (_errno.ENOENT, _errno.ESRCH) else _errno.EPERM
+
+    def send() -> None:
+        try:
+            _pidfd_signal(pidfd, sig, None)
+        except OSError:
+            pass  # gone since it was pinned: as if it had died right after the signal
+        finally:
+            os.close(pidfd)
+
+    if sig == 0:
+        os.close(pidfd)
+        return 0  # only asked whether it exists
+    return Deferred(0, send)
+
+
+def kill(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int | Deferred:
+    pid, sig = _signed32(args[0]), _signed32(args[1])
+    me = thread_group(tid)
+    if pid == me:
+        return CONTINUE
+    if pid > 0:
+        return _signal_after(pid, sig)
+    members = [m for m in _tree_members() if m != me]
+    if pid == 0 or pid < -1:
+        group = int(_stat_fields(me)[2]) if pid == 0 else -pid
+        members = [m for m in members if _pgid(m) == group]
+        if _pgid(me) == group:
+            members.append(me)  # signalled last, once its own call has its answer
+    return _signal_group(members, sig)
+
+
+class Deferred:
+    """A guard's answer with something to do once the tool's call has its answer."""
+
+    def __init__(self, err: int, after: Callable[[], object]) -> None:
+        self.err = err
+        self.after = after
+
+
+def _pgid(pid: int) -> int:
+    try:
+        return int(_stat_fields(pid)[2])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def tkill(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    target, sig = _signed32(args[0]), _signed32(args[1])
+    try:
+        group = thread_group(target)
+        pidfd = _pin(group)
+    except OSError:
+        return _errno.ESRCH if target > 0 else _errno.EINVAL
+    try:
+        # tgkill from here: the kernel refuses a tid that left that group meanwhile.
+        _libc.syscall(
+            _NR["tgkill"], ctypes.c_long(group), ctypes.c_long(target), ctypes.c_long(sig)
+        )
+        return 0
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    finally:
+        os.close(pidfd)
+
+
+def tgkill(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    group, target, sig = _signed32(args[0]), _signed32(args[1]), _signed32(args[2])
+    if group == thread_group(tid):
+        return CONTINUE  # tgkill refuses a tid outside the caller's own group
+    return tkill(tid, (target, sig), still_pending) if _group_of(target) == group else _errno.ESRCH
+
+
+def _group_of(tid: int) -> int:
+    try:
+        return thread_group(tid)
+    except OSError:
+        return -1
+
+
+def rt_sigqueueinfo(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    pid, sig = _signed32(args[0]), _signed32(args[1])
+    if pid == thread_group(tid):
+        return CONTINUE
+    try:
+        info = _read(tid, args[2], _SIGINFO_SIZE)
+    except OSError:
+        return _errno.EFAULT
+    return _signal_pid(pid, sig, info) if pid > 0 else _errno.EINVAL
+
+
+def rt_tgsigqueueinfo(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    group, target, sig = _signed32(args[0]), _signed32(args[1]), _signed32(args[2])
+    if group == thread_group(tid):
+        return CONTINUE
+    try:
+        pidfd = _pin(group)
+    except OSError:
+        return _errno.EPERM
+    try:
+        info = _read(tid, args[3], _SIGINFO_SIZE)
+        _libc.syscall(_NR["rt_tgsigqueueinfo"], ctypes.c_long(group), ctypes.c_long(target),
+                      ctypes.c_long(sig), info)  # fmt: skip
+        return 0
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    finally:
+        os.close(pidfd)
+
+
+def pidfd_send_signal(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    try:
+        mine = take_descriptor(tid, _signed32(args[0]), still_pending)
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    try:
+        target = _fdinfo_pid(mine)
+        if target is None:
+            return _errno.EBADF  # not a pidfd
+        if target <= 0:
+            return _errno.ESRCH  # the process it names is gone
+        if target != thread_group(tid) and not _in_tree(target):
+            return _errno.EPERM
+        info = None
+        if args[2]:
+            try:
+                info = _read(tid, args[2], _SIGINFO_SIZE)
+            except OSError:
+                return _errno.EFAULT
+        sig, flags = ctypes.c_long(_signed32(args[1])), ctypes.c_long(args[3] & 0xFFFFFFFF)
+        _libc.syscall(_NR["pidfd_send_signal"], ctypes.c_long(mine), sig, info, flags)
+        return 0
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    finally:
+        os.close(mine)
+
+
+def _fdinfo_pid(fd: int) -> int | None:
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _owner_allowed(tid: int, kind: int, target: int) -> bool:
+    """Whether SIGIO to ``target`` (a thread, process or group) stays in the tree."""
+    if target == 0:
+        return True
+    if kind == F_OWNER_PGRP:
+        members = _tree_members()
+        return any(_pgid(m) == target for m in members) and _group_closed(target, members)
+    return target == thread_group(tid) or _in_tree(_group_of(target))
+
+
+def _group_closed(group: int, members: list[int]) -> bool:
+    # Every process of the group must be the tool's: read from /proc's whole table.
+    inside = set(members)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _pgid(int(entry)) == group and int(entry) not in inside:
+            return False
+    return True
+
+
+def fcntl(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    fd, cmd = _signed32(args[0]), args[1] & 0xFFFFFFFF
+    if cmd == F_SETOWN:
+        owner = _signed32(args[2])
+        if owner == 0 or owner == thread_group(tid):
+            return CONTINUE  # to itself or nobody: whichever file it lands on
+        kind, target = (F_OWNER_PGRP, -owner) if owner < 0 else (F_OWNER_PID, owner)
+        if not _owner_allowed(tid, kind, target):
+            return _errno.EPERM
+        return _on_copy(tid, fd, still_pending, _NR["fcntl"], F_SETOWN, owner)
+    try:
+        raw = _read(tid, args[2], 8)
+    except OSError:
+        return _errno.EFAULT
+    kind, target = ctypes.c_int.from_buffer(raw, 0).value, ctypes.c_int.from_buffer(raw, 4).value
+    if not _owner_allowed(tid, kind, target):
+        return _errno.EPERM
+    return _on_copy(tid, fd, still_pending, _NR["fcntl"], F_SETOWN_EX, raw)
+
+
+def ioctl(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    fd, request = _signed32(args[0]), args[1] & 0xFFFFFFFF
+    try:
+        raw = _read(tid, args[2], 4)
+    except OSError:
+        return _errno.EFAULT
+    owner = ctypes.c_int.from_buffer(raw, 0).value
+    # FIOSETOWN takes a pid (negative: a group); SIOCSPGRP a group (or a pid).
+    kind, target = (F_OWNER_PGRP, -owner) if owner < 0 else (F_OWNER_PID, owner)
+    if not _owner_allowed(tid, kind, target):
+        return _errno.EPERM
+    return _on_copy(tid, fd, still_pending, _NR["ioctl"], request, raw)
+
+
+def _on_copy(
+    tid: int, fd: int, still_pending: Callable[[], bool], nr: int, op: int, arg: object
+) -> int:
+    """Make the call on this supervisor's copy of the tool's descriptor: the owner is a
+    property of the open file, which both share."""
+    try:
+        mine = take_descriptor(tid, fd, still_pending)
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    try:
+        value = ctypes.c_long(arg) if isinstance(arg, int) else arg
+        _libc.syscall(nr, ctypes.c_long(mine), ctypes.c_long(op), value)
+        return 0
+    except OSError as e:
+        return e.errno or _errno.EPERM
+    finally:
+        os.close(mine)
+
+
+GUARDS: dict[str, Guard] = {
+    "listen": listen,
+    "kill": kill,
+    "tkill": tkill,
+    "tgkill": tgkill,
+    "rt_sigqueueinfo": rt_sigqueueinfo,
+    "rt_tgsigqueueinfo": rt_tgsigqueueinfo,
+    "pidfd_send_signal": pidfd_send_signal,
+    "fcntl": fcntl,
+    "ioctl": ioctl,
+}
 """Each supervised call's decision, by name: ``(tid, args, still_pending) -> errno``
-(0: performed)."""
+(0: performed; :data:`CONTINUE`: the tool's own call goes on)."""

@@ -336,10 +336,16 @@ def _serve(
     # answers EBUSY; the plain program never does.
     if len(program) > 6 and tuple(program[6]) == (RET_K, 0, 0, ret_errno(_errno.EBUSY)):
         raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
-    from .guard import GUARDS
+    from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred
 
     table = _syscall_table.TABLES.get(arch, {})
-    guards = {table[name]: GUARDS[name] for name in supervised if name in table}
+    names_of = {"signal": (*SIGNAL_CALLS, "fcntl", "ioctl")}
+    guards = {
+        table[name]: GUARDS[name]
+        for group in supervised
+        for name in names_of.get(group, (group,))
+        if name in table
+    }
     if arch not in AUDIT_ARCH:
         raise NotifyError(f"unsupported architecture {arch!r}")
     ours = (
@@ -380,6 +386,7 @@ def _serve(
                     continue
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_RECV: {os.strerror(err)}")
             guard = guards.get(notif.data.nr)
+            after = None
             if guard is not None:
                 nid = ctypes.c_uint64(notif.id)
 
@@ -387,13 +394,21 @@ def _serve(
                     valid = _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, ctypes.addressof(nid))
                     return bool(valid == 0)
 
-                err_answer = guard(notif.pid, tuple(notif.data.args), pending)
+                decided = guard(notif.pid, tuple(notif.data.args), pending)
+                if isinstance(decided, Deferred):
+                    err_answer, after = decided.err, decided.after
+                else:
+                    err_answer = decided
             else:
                 err_answer = answers(notif.data)
             resp.id = notif.id
             resp.val = 0
             resp.error = -err_answer
-            resp.flags = 0  # never SECCOMP_USER_NOTIF_FLAG_CONTINUE
+            # Never CONTINUE for a refused call; only where a guard found that nothing
+            # the call could change under it reaches outside (cvg_kernel.guard).
+            resp.flags = 0
+            if err_answer == CONTINUE:
+                resp.error, resp.flags, err_answer = 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE, 0
             if _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, resp_ptr) < 0:
                 err = ctypes.get_errno()
                 if err == _errno.ENOENT:  # the caller was interrupted or killed meanwhile
@@ -401,6 +416,8 @@ def _serve(
                     continue
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_SEND: {os.strerror(err)}")
             answered += 1
+            if after is not None:
+                after()
             nr = notif.data.nr
             if err_answer == 0:
                 continue  # a supervised call performed: nothing was refused
@@ -431,8 +448,10 @@ class Serving:
         program: Sequence[Instruction],
         arch: str,
         on_denial: Callable[[NotifiedCall], object],
+        supervised: Sequence[str] = (),
     ) -> None:
         self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
+        self._supervised = tuple(supervised)
         self._result: Served | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
@@ -451,7 +470,14 @@ class Serving:
         on_denial: Callable[[NotifiedCall], object],
     ) -> None:
         try:
-            self._result = serve(listener_fd, program, arch, on_denial, stop_fd=self._stop_r)
+            self._result = serve(
+                listener_fd,
+                program,
+                arch,
+                on_denial,
+                stop_fd=self._stop_r,
+                supervised=self._supervised,
+            )
         except BaseException as e:
             self._error = e
 

@@ -185,10 +185,18 @@ SPEC_KEYS = frozenset(
     }
 )
 
-SUPERVISED = ("listen",)
+SUPERVISED = ("listen", "signal")
 """What ``supervise`` may name: calls the supervisor checks and performs itself
 (:mod:`cvg_kernel.guard`). ``listen``: refused on a TCP socket that was never bound
-(it would bind an ephemeral port out of Landlock's sight), performed otherwise."""
+(it would bind an ephemeral port out of Landlock's sight), performed otherwise.
+``signal``: every way to signal another process (the kill family, and a file's SIGIO
+owner through fcntl and ioctl), allowed only inside the tool's own tree: what
+Landlock's signal scope does from ABI 6, for kernels below it."""
+
+SIGNAL_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+                "pidfd_send_signal")  # fmt: skip
+F_SETOWN, F_SETOWN_EX = 8, 15
+OWNER_IOCTLS = {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902}
 
 
 def errno_value(name: str) -> int:
@@ -391,6 +399,11 @@ def compile_spec(
         and (allowed is None or "listen" in allowed)
     ):
         asm.jeq(numbers["listen"], "supervised", comment="listen: the supervisor decides")
+    signals = "signal" in supervised
+    if signals:
+        for call in SIGNAL_CALLS:
+            if call in numbers and call not in owner and (allowed is None or call in allowed):
+                asm.jeq(numbers[call], "supervised", comment=f"{call}: the supervisor decides")
 
     # 4-7. Argument filters, unless a list above already decided the whole syscall,
     #      or an allow list leaves it out (then it is refused whatever its arguments).
@@ -404,9 +417,12 @@ def compile_spec(
     if not clone_namespaces and filtered("clone"):
         asm.jeq(numbers["clone"], "clone")
         blocks.append("clone")
-    if ioctl_numbers and filtered("ioctl"):
+    if (ioctl_numbers or signals) and filtered("ioctl"):
         asm.jeq(numbers["ioctl"], "ioctl")
         blocks.append("ioctl")
+    if signals and filtered("fcntl"):
+        asm.jeq(numbers["fcntl"], "fcntl")
+        blocks.append("fcntl")
     if memfd_noexec and filtered("memfd_create"):
         asm.jeq(numbers["memfd_create"], "memfd_create")
         blocks.append("memfd_create")
@@ -442,9 +458,17 @@ def compile_spec(
     if "ioctl" in blocks:
         asm.label("ioctl")
         asm.load(arg_low(1), comment="ioctl request (unsigned int)")
-        for i, (name, request) in enumerate(ioctl_numbers):
-            last = i == len(ioctl_numbers) - 1
-            asm.jeq(request, "eperm", "allow" if last else None, comment=name)
+        for name, request in ioctl_numbers:
+            asm.jeq(request, "eperm", comment=name)
+        if signals:
+            for name, request in OWNER_IOCTLS.items():
+                asm.jeq(request, "supervised", comment=f"{name}: SIGIO owner")
+        asm.ja("allow")
+    if "fcntl" in blocks:
+        asm.label("fcntl")
+        asm.load(arg_low(1), comment="fcntl command")
+        asm.jeq(F_SETOWN, "supervised", comment="F_SETOWN: SIGIO owner")
+        asm.jeq(F_SETOWN_EX, "supervised", "allow", comment="F_SETOWN_EX: SIGIO owner")
     if "memfd_create" in blocks:
         asm.label("memfd_create")
         asm.load(arg_low(1), comment="memfd_create flags")

@@ -99,6 +99,10 @@ def learning_plan(
     landlock = plan["landlock"]
     landlock["handled_net"] = []
     landlock["net_rules"] = []
+    # Every port may be bound while learning, so listen() is too (the policy above
+    # grants no tcp_bind, which would refuse it).
+    plan["seccomp"].pop("listen", None)
+    plan["seccomp"].pop("supervise", None)
     # No limits while learning beyond core dumps off: the tool is watched doing what it
     # really does (a generated policy's limits come from cvg-generate, not from here).
     plan["rlimits"] = {"core": 0}

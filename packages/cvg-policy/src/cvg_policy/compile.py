@@ -407,27 +407,20 @@ def compile_report(
         scoped.append("abstract_unix_socket")
         if not policy.ipc.signal_outside:
             scoped.append("signal")
-    else:
-        if not policy.ipc.signal_outside:
-            _degrade(
-                degraded,
-                "landlock.scoped: signal",
-                f"signal scoping needs Landlock ABI 6, the target has {target}: the tool can "
-                "signal processes of the same user outside the sandbox",
-                "ipc.signal_outside",
-                6,
-            )
-        if net.unix:
-            # With unix false seccomp refuses socket(AF_UNIX), which covers abstract
-            # sockets at every ABI; only a granted AF_UNIX needs the scope.
-            _degrade(
-                degraded,
-                "landlock.scoped: abstract_unix_socket",
-                f"abstract UNIX socket scoping needs Landlock ABI 6, the target has {target}: "
-                "the tool can connect to abstract sockets outside the sandbox",
-                "network.unix",
-                6,
-            )
+    # Below ABI 6 the supervisor scopes signals instead (cvg_kernel.guard): the filter
+    # hands it every call that can signal another process.
+    supervise_signals = target < 6 and not policy.ipc.signal_outside
+    if target < 6 and net.unix:
+        # With unix false seccomp refuses socket(AF_UNIX), which covers abstract
+        # sockets at every ABI; only a granted AF_UNIX needs the scope.
+        _degrade(
+            degraded,
+            "landlock.scoped: abstract_unix_socket",
+            f"abstract UNIX socket scoping needs Landlock ABI 6, the target has {target}: "
+            "the tool can connect to abstract sockets outside the sandbox",
+            "network.unix",
+            6,
+        )
 
     # ---- filesystem degradations
     if target == 0:
@@ -503,6 +496,8 @@ def compile_report(
         # A TCP socket can be made: listen() on one never bound would bind an ephemeral
         # port beside the granted ones, so the supervisor decides each listen().
         seccomp["supervise"] = ["listen"]
+    if supervise_signals:
+        seccomp["supervise"] = [*seccomp.get("supervise", []), "signal"]
     if policy.syscalls.mode == "allowlist":
         # The deny list still decides first: a listed deny-list call stays denied unless
         # the risk was accepted (cvg-validate --accept-risk), so an allow list generated

@@ -94,8 +94,10 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
     ),
     StandingLimit(
         "signals below ABI 6",
-        "without Landlock's signal scope (ABI 6) a tool can signal every process of the "
-        "same user outside the sandbox; seccomp cannot tell the sandbox's own processes apart",
+        "without Landlock's signal scope (ABI 6) cvg-run's supervisor decides every signal "
+        "the tool sends (seccomp user notification): it is sent from the supervisor, so the "
+        "receiver sees the supervisor's pid as the sender; the warm Sandbox API cannot do "
+        "this and runs such a policy only as degraded",
     ),
     StandingLimit(
         "pathname unix sockets below ABI 9",
@@ -488,6 +490,23 @@ def _explain_ipc(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
                 "none: signals to other processes are allowed (permission checks apply)",
                 None,
                 None,
+            )
+        ]
+    if judge.abi < 6:
+        # cvg-run's supervisor scopes signals instead (seccomp.supervise: signal).
+        return [
+            judge.rule(
+                "ipc.signal_outside",
+                "cvg-run's supervisor, through seccomp user notification: the kill family "
+                "and SIGIO owners only inside the tool's own tree; capabilities dropped",
+                [
+                    _Part(
+                        FEATURES["seccomp"],
+                        None,
+                        "processes of the same user outside the sandbox can be signalled",
+                    )
+                ],
+                note="the warm Sandbox API has no supervisor: there it is degraded",
             )
         ]
     return [

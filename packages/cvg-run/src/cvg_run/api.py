@@ -69,6 +69,30 @@ def _close_helper(ctl: socket.socket, proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def _without_signal_supervision(planned: planning.Planned) -> planning.Planned:
+    import copy
+
+    plan = copy.deepcopy(planned.plan)
+    plan["seccomp"].pop("supervise", None)
+    plan.setdefault("degraded", []).append(
+        {
+            "item": "landlock.scoped: signal",
+            "reason": "signal scoping needs Landlock ABI 6 or cvg-run's supervisor; the warm "
+            "Sandbox has neither: the tool can signal processes of the same user outside",
+            "rule": "ipc.signal_outside",
+            "abi": 6,
+        }
+    )
+    return planning.Planned(
+        plan,
+        planning.plan_digest(plan),
+        planned.policy_digest,
+        planned.policy_path,
+        planned.cached,
+        planned.hosts,
+    )
+
+
 class Sandbox:
     """A policy compiled once and a warm helper that runs commands under it.
 
@@ -106,6 +130,12 @@ class Sandbox:
                 "starts none (run this policy with cvg-run)"
             )
         seccomp_spec = planned.plan.get("seccomp") or {}
+        supervised = list(seccomp_spec.get("supervise") or ())
+        if supervised == ["signal"] and (allow_degraded or policy is None):
+            # Below Landlock ABI 6 cvg-run's supervisor scopes signals; the warm helper
+            # cannot, so the plan runs as it did before that: signals unscoped, degraded.
+            planned = _without_signal_supervision(planned)
+            seccomp_spec = planned.plan["seccomp"]
         if seccomp_spec.get("supervise"):
             # The warm helper serves no seccomp listener, and without one the supervised
             # calls could only fail: say so now rather than at the tool's first listen().

@@ -286,6 +286,9 @@ def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
     finally:
         if guard is not None:
             guard.stop()  # closes its sockets when the run never started
+            if guard.error:
+                _say(f"the supervisor stopped deciding {', '.join(guard.calls)} calls "
+                     f"(they failed with ENOSYS from then on): {guard.error}")  # fmt: skip
         if proxy is not None:
             proxy.stop()
         if not args.keep_scratch:

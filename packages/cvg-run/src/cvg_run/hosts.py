@@ -16,7 +16,7 @@ import copy
 import os
 from collections.abc import Mapping, Sequence
 
-from .planning import Planned, _plan_digest
+from .planning import Planned, plan_digest
 from .proxy import Allowlist, Proxy, hosts_file_resolver
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -91,7 +91,7 @@ class HostsProxy:
         plan = self.patch(planned.plan)
         return Planned(
             plan,
-            _plan_digest(plan),
+            plan_digest(plan),
             planned.policy_digest,
             planned.policy_path,
             planned.cached,

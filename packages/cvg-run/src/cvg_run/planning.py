@@ -139,16 +139,16 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         hosts = entry["hosts"]
         # A damaged entry is a miss: the plan must be an object whose digest is the
         # one stored beside it (cheap next to compiling).
-        intact = isinstance(plan, dict) and digest == _plan_digest(plan)
+        intact = isinstance(plan, dict) and digest == plan_digest(plan)
         if intact and isinstance(policy_digest, str) and isinstance(hosts, list):
             return Planned(plan, digest, policy_digest, real_path, True, hosts)
     except (OSError, ValueError, KeyError, TypeError):
         pass
     plan, policy_digest, hosts = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
-    plan_digest = _plan_digest(plan)
+    digest = plan_digest(plan)
     entry = {
         "plan": plan,
-        "plan_digest": plan_digest,
+        "plan_digest": digest,
         "policy_digest": policy_digest,
         "hosts": hosts,
     }
@@ -156,10 +156,10 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
         write_atomic(cached, json.dumps(entry).encode())
     except OSError:
         pass  # a read-only cache only costs speed
-    return Planned(plan, plan_digest, policy_digest, real_path, False, hosts)
+    return Planned(plan, digest, policy_digest, real_path, False, hosts)
 
 
-def _plan_digest(plan: dict[str, Any]) -> str:
+def plan_digest(plan: dict[str, Any]) -> str:
     canonical = json.dumps(plan, sort_keys=True, separators=(",", ":")).encode()
     return "sha256:" + _sha256_hex(canonical)
 

@@ -313,13 +313,15 @@ class Seccomp(CvgModel):
             "binds an ephemeral port without calling bind(), out of Landlock's sight."
         ),
     )
-    supervise: list[Literal["listen"]] = Field(
+    supervise: list[Literal["listen", "signal"]] = Field(
         default_factory=list,
         description=(
             "Calls the supervisor decides and performs itself through seccomp user "
             "notification (cvg_kernel.guard), never letting the tool's own call go on. "
             "`listen`: refused (EACCES) on a TCP socket that was never bound, performed "
-            "otherwise. A plan with any needs a supervisor that serves the listener."
+            "otherwise. `signal` (below Landlock ABI 6): the kill family and SIGIO owners, "
+            "allowed only inside the tool's own tree. A plan with any needs a supervisor "
+            "that serves the listener."
         ),
     )
     allow: list[SyscallName] | None = Field(
