@@ -164,4 +164,3 @@ def test_a_supervised_plan_refuses_to_apply_without_a_listener() -> None:
     prepared.close()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 3
-

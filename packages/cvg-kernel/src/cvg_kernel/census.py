@@ -758,7 +758,8 @@ NOTES: Mapping[str, str] = {
     "a datagram socketpair can sendto or connect a pathname or abstract socket",
     "clone": "any CLONE_NEW* flag refused: new namespaces are what the denied unshare gives",
     "ioctl": "TIOCSTI and TIOCLINUX refused (both push input into a terminal: commands for "
-    "the caller's shell); device ioctls are Landlock's ioctl_dev from ABI 5",
+    "the caller's shell); FIOSETOWN and SIOCSPGRP (a SIGIO owner) go to the supervisor below "
+    "Landlock ABI 6; device ioctls are Landlock's ioctl_dev from ABI 5",
     "memfd_create": "must seal exec (MFD_NOEXEC_SEAL, not MFD_EXEC): code written to memory "
     "is never run past Landlock's execute right",
     "sendto": "MSG_FASTOPEN refused: it connects inside the send, past Landlock's "
@@ -779,10 +780,13 @@ NOTES: Mapping[str, str] = {
     "a whole user outside the sandbox",
     "get_robust_list": "pid 0 only: another process's robust futex list is an address in its "
     "memory, a leak of its layout",
-    "listen": "refused when the policy grants neither tcp_bind nor unix: listen() on an "
-    "unbound TCP socket binds an ephemeral port Landlock never sees",
-    "fcntl": "F_SETOWN and F_SETOWN_EX aim SIGIO at another process, a signal, which gets "
-    "the signals' rule (see kill); other commands act on the caller's own descriptor",
+    "listen": "refused when the policy grants neither tcp_bind nor unix; otherwise the "
+    "supervisor decides it (listen() on a TCP socket never bound binds an ephemeral port "
+    "Landlock never sees: refused, EACCES) and listens on a bound socket itself",
+    "fcntl": "F_SETOWN and F_SETOWN_EX aim SIGIO at another process, a signal: below "
+    "Landlock ABI 6 they go to the supervisor (an owner inside the tool's tree only), from "
+    "ABI 6 the signal scope checks the delivery; other commands act on the caller's own "
+    "descriptor",
     # allow: where the reach is checked, or that it is not.
     "mmap": "the caller's own address space; PROT_EXEC of a readable file is not Landlock's "
     "execute right, which gates execve only (documented limit)",
@@ -865,8 +869,7 @@ NOTES: Mapping[str, str] = {
     "through it is notify-checked, pidfd_getfd and setns are denied",
     # allow, and the escape matrix's documented limit "public-process-info": scheduling
     # facts and ids of other processes are public, as in /proc.
-    "getpgid": "documented limit: the process group of any process is public, as in "
-    "/proc/PID/stat",
+    "getpgid": "documented limit: the process group of any process is public, as in /proc/PID/stat",
     "getsid": "documented limit: the session of any process is public, as in /proc/PID/stat",
     "capget": "documented limit: the capability sets of any process are public, as in "
     "/proc/PID/status",
