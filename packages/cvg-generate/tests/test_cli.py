@@ -227,3 +227,26 @@ def test_a_newer_minor_version_is_read() -> None:
     r = _gen(stdin=json.dumps(doc).encode())
     assert r.returncode == 0, r.stderr
     assert Policy.model_validate_json(r.stdout).filesystem.read == ["/srv/x"]
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "words"),
+    [("/no/such", 127, "was not found"), ("/etc/passwd", 126, "could not be executed")],
+)
+def test_verify_of_a_command_that_never_started_is_not_a_pass(
+    observed: tuple[wl.Place, Path], command: str, status: int, words: str
+) -> None:
+    place, obs = observed
+    r = subprocess.run(
+        [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", command],
+        cwd=place.work,
+        env=place.env(),
+        capture_output=True,
+        timeout=120,
+    )
+    err = r.stderr.decode()
+    assert r.returncode == status, err
+    assert "the policy holds" not in err
+    assert f"could not be started: {command} {words}" in err
+    help_text = subprocess.run([wl.cvg("cvg-generate"), "--help"], capture_output=True).stdout
+    assert b"125, 126, 127  --verify: the command could not be started" in help_text

@@ -71,6 +71,8 @@ Exit status:
   1  an observation is not valid (one line: FILE: $.json.path: problem), or
      --verify found gaps (each denial and its smallest fix on stderr)
   2  usage error
+  125, 126, 127  --verify: the command could not be started (cvg-run refused
+     it, it is not executable, it was not found); nothing was verified
 """
 
 

@@ -25,10 +25,17 @@ from cvg_schema.errors import SchemaError
 from cvg_schema.io import read_as
 from cvg_schema.run import RunRecord
 
-__all__ = ["EXIT_GAPS", "EXIT_HOLDS", "verify_policy"]
+__all__ = ["EXIT_GAPS", "EXIT_HOLDS", "NOT_STARTED", "verify_policy"]
 
 EXIT_HOLDS: Final = 0
 EXIT_GAPS: Final = 1
+# A command that never ran proves nothing about the policy: cvg-run's own status
+# (125 not started, 126 not executable, 127 not found) is passed on, never 0.
+NOT_STARTED: Final[dict[str, str]] = {
+    "not_started": "was not started",
+    "not_executable": "could not be executed",
+    "not_found": "was not found",
+}
 
 
 def _say(line: str) -> None:
@@ -47,7 +54,8 @@ def _cvg_run() -> str:
 
 def verify_policy(policy: Policy, command: list[str]) -> int:
     """Run ``command`` under ``policy`` traced; report each gap on stderr. 0 when the
-    run had no denial, 1 when it had (or could not be verified)."""
+    run had no denial, 1 when it had (or could not be verified), cvg-run's 125, 126
+    or 127 when the command could not be started at all."""
     from cvg_explain import ExplainError, explain
 
     private = tempfile.mkdtemp(prefix="cvg-generate-verify-")
@@ -70,6 +78,14 @@ def verify_policy(policy: Policy, command: list[str]) -> int:
         except (OSError, SchemaError) as e:
             _say(f"cannot verify: cvg-run (exit {proc.returncode}) left no usable record: {e}")
             return EXIT_GAPS
+        if record.exit.meaning in NOT_STARTED:
+            detail = record.exit.detail if record.exit.meaning == "not_started" else None
+            why = f": {detail}" if detail else ""
+            _say(
+                f"cannot verify: the command could not be started: {command[0]} "
+                f"{NOT_STARTED[record.exit.meaning]} (cvg-run exit {record.exit.status}){why}"
+            )
+            return record.exit.status
         if not record.traced:
             _say(f"cannot verify: the run was not traced (cvg-run exit {proc.returncode})")
             return EXIT_GAPS
