@@ -211,3 +211,31 @@ def bench(session: nox.Session) -> None:
         "python", "benchmarks/bench.py", "--sandlock-python", str(venv / "bin" / "python"),
         *session.posargs,
     )  # fmt: skip
+
+
+# What `container` needs on the host: rootful podman with runc and crun (and
+# containers-common's seccomp.json, which podman depends on), and debootstrap.
+CONTAINER_PROGRAMS = {
+    "podman": "podman", "runc": "runc", "crun": "crun", "debootstrap": "debootstrap",
+}  # fmt: skip
+CONTAINER_RESULTS = ROOT / "docs" / "containers.json"
+
+
+@nox.session(venv_backend="none")
+def container(session: nox.Session) -> None:
+    """Opt-in, not in the default list (about 2 minutes, plus a few for debootstrap the
+    first time): cvg inside a rootful podman container under containers-common's default
+    seccomp profile, as a non-root container user (tools/container-run, docs/containers.md):
+    which of the calls cvg needs the profile admits, cvg-probe, cvg-run's refusals proven
+    bare first, --trace, supervised listen and signals, and the escape smoke set. Fails
+    when a check or an attack fails, or when an outcome differs from docs/containers.json;
+    `-- --write` rewrites that file instead. Installs podman, runc, crun and debootstrap
+    (apt, as root). Needs root."""
+    _apt_install(session, CONTAINER_PROGRAMS)
+    if "--write" in session.posargs:
+        session.run("python3", "tools/container-run", "--out", str(CONTAINER_RESULTS),
+                    external=True)  # fmt: skip
+        return
+    out = Path(session.create_tmp()).resolve() / "containers.json"
+    session.run("python3", "tools/container-run", "--out", str(out), "--compare",
+                str(CONTAINER_RESULTS), external=True)  # fmt: skip
