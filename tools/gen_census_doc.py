@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from cvg_kernel import census
-from cvg_kernel._syscall_table import LINUX_VERSION, TABLES
+from cvg_kernel.syscall_table import LINUX_VERSION, TABLES
 
 TARGET = Path(__file__).resolve().parent.parent / "docs/syscall-census.md"
 ARCHES = tuple(TABLES)

@@ -1,4 +1,4 @@
-"""Generate cvg_kernel/_syscall_table.py from the `system-calls` package.
+"""Generate cvg_kernel/syscall_table.py from the `system-calls` package.
 
 cvg-kernel may import nothing outside the standard library, so the syscall
 numbers it needs are frozen into a module here, and a test
@@ -17,7 +17,7 @@ from pathlib import Path
 from system_calls import syscalls
 
 TARGET = (
-    Path(__file__).resolve().parent.parent / "packages/cvg-kernel/src/cvg_kernel/_syscall_table.py"
+    Path(__file__).resolve().parent.parent / "packages/cvg-kernel/src/cvg_kernel/syscall_table.py"
 )
 # cvg's arch name -> the system-calls table name.
 ARCHES = {"x86_64": "x86_64", "aarch64": "arm64"}

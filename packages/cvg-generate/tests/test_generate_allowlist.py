@@ -27,7 +27,7 @@ from cvg_generate.allowlist import (
 )
 from cvg_generate.cli import main
 from cvg_generate.generate import Source, generate
-from cvg_kernel._libc import machine
+from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
 from cvg_schema import Observation
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cvg_kernel import bpf
-from cvg_kernel._syscall_table import TABLES
 from cvg_kernel.bpf import Assembler, BpfError, disassemble, evaluate, trace, validate
 from cvg_kernel.census import CENSUS
 from cvg_kernel.seccomp import build_program
+from cvg_kernel.syscall_table import TABLES
 
 # Written from the kernel headers, not imported, so a wrong constant in bpf.py shows.
 ALLOW = 0x7FFF0000

@@ -15,8 +15,8 @@ import pytest
 from forkrun import in_child
 
 from cvg_kernel import census, seccomp
-from cvg_kernel._syscall_table import TABLES
 from cvg_kernel.census import CENSUS, CLASSES, classify
+from cvg_kernel.syscall_table import TABLES
 
 ROOT = Path(__file__).resolve().parents[3]
 ATTACKS_DIR = ROOT / "escape" / "attacks"

@@ -33,7 +33,7 @@ from forkrun import drop_to, spawn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvg_kernel import _libc, _syscall_table, bpf, notify
+from cvg_kernel import bpf, libc, notify, syscall_table
 from cvg_kernel.cli import main
 from cvg_kernel.notify import NotifiedCall, NotifyError, Served, Serving, receive_listener
 from cvg_kernel.plan import prepare
@@ -47,8 +47,8 @@ from cvg_kernel.seccomp import (
     compile_spec,
 )
 
-ARCH = _libc.machine()
-NR = _syscall_table.TABLES[ARCH]
+ARCH = libc.machine()
+NR = syscall_table.TABLES[ARCH]
 pytestmark = pytest.mark.skipif(ARCH not in ("x86_64", "aarch64"), reason="x86_64/aarch64")
 
 CLONE_NEWUSER = 0x10000000
@@ -74,7 +74,7 @@ def plan_with(**seccomp: Any) -> dict[str, Any]:
 
 def sc(name: str, *args: int) -> int:
     """Raw syscall by name, every argument a full 64-bit register."""
-    return _libc.syscall(NR[name], *(ctypes.c_long(a) for a in args))
+    return libc.syscall(NR[name], *(ctypes.c_long(a) for a in args))
 
 
 def attempt(fn: Callable[[], object]) -> str:
@@ -326,7 +326,7 @@ def sentinel(identity: pwd.struct_passwd | None) -> Any:
         try:
             if identity is not None:
                 drop_to(identity)
-            _libc.prctl(PR_SET_DUMPABLE, 1)  # dropping privileges cleared it
+            libc.prctl(PR_SET_DUMPABLE, 1)  # dropping privileges cleared it
             while True:
                 time.sleep(60)
         finally:
@@ -402,9 +402,9 @@ def _own_listener_then_continue() -> list[str]:
     ]
     array = (_SockFilter * len(prog))(*(_SockFilter(*i) for i in prog))
     fprog = _SockFprog(len(prog), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
-    _libc.prctl(38, 1)
+    libc.prctl(38, 1)
     try:
-        mine = _libc.syscall(
+        mine = libc.syscall(
             NR["seccomp"],
             ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
             ctypes.c_ulong(SECCOMP_FILTER_FLAG_NEW_LISTENER),
@@ -453,8 +453,8 @@ def _own_notify_filter_without_listener() -> str:
     ]
     array = (_SockFilter * len(prog))(*(_SockFilter(*i) for i in prog))
     fprog = _SockFprog(len(prog), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
-    _libc.prctl(38, 1)
-    _libc.syscall(
+    libc.prctl(38, 1)
+    libc.syscall(
         NR["seccomp"],
         ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
         ctypes.c_ulong(0),
@@ -730,7 +730,7 @@ def test_notifying_program_changes_only_denials(arch: str, spec: dict[str, Any])
         bpf.RET_K, 0, 0, bpf.ret_errno(errno.EBUSY)
     )  # fmt: skip
     audit = AUDIT_ARCH[arch]
-    numbers = _syscall_table.TABLES[arch]
+    numbers = syscall_table.TABLES[arch]
     arg_sets = [[0, 0, 0, 0], [CLONE_NEWUSER, 3, 0, 0], [AF_INET, SOCK_DGRAM, 0, 0x20000000],
                 [38, 3, 0x5412, 0]]  # fmt: skip
     notified = 0

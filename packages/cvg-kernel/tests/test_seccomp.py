@@ -27,7 +27,7 @@ import pytest
 from forkrun import Child, attempt, in_child
 from system_calls import syscalls
 
-from cvg_kernel import _libc, _syscall_table
+from cvg_kernel import libc, syscall_table
 from cvg_kernel.seccomp import (
     DEFAULT_DENY,
     DEFAULT_SOCKETS,
@@ -39,8 +39,8 @@ from cvg_kernel.seccomp import (
     compile_spec,
 )
 
-ARCH = _libc.machine()
-NR = _syscall_table.TABLES[ARCH]
+ARCH = libc.machine()
+NR = syscall_table.TABLES[ARCH]
 PR_SET_NO_NEW_PRIVS = 38
 x86_only = pytest.mark.skipif(ARCH != "x86_64", reason="x86_64 only")
 
@@ -62,11 +62,11 @@ DEFAULT = Filter.build()
 
 def sc(name: str, *args: int | object) -> int:
     """Raw syscall by name; ints go as full 64-bit longs so high words reach the kernel."""
-    return _libc.syscall(NR[name], *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
+    return libc.syscall(NR[name], *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
 
 
 def confine(filt: Filter) -> None:
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
     filt.install()
 
 
@@ -529,7 +529,7 @@ def test_int80_from_a_64_bit_process_is_killed(identity: pwd.struct_passwd | Non
 def test_x32_numbers_get_enosys(identity: pwd.struct_passwd | None) -> None:
     def attack() -> int:
         try:
-            return _libc.syscall(NR["getpid"] | 0x40000000) - os.getpid()  # 0 if x32 is on
+            return libc.syscall(NR["getpid"] | 0x40000000) - os.getpid()  # 0 if x32 is on
         except OSError as e:
             return e.errno or -1
 
@@ -543,7 +543,7 @@ def test_numbers_above_the_table_get_enosys(
 ) -> None:
     def attack() -> list[int]:
         return [
-            attempt(lambda: _libc.syscall(max(NR.values()) + 1)),
+            attempt(lambda: libc.syscall(max(NR.values()) + 1)),
             attempt(lambda: sc("faccessat2", AT_FDCWD, b"/", os.F_OK, 0)),
         ]
 
@@ -554,7 +554,7 @@ def test_numbers_above_the_table_get_enosys(
     # ends just below faccessat2: then the filter must refuse a call this kernel has.
     top = NR["faccessat2"]
     older = {name: nr for name, nr in NR.items() if nr < top}
-    monkeypatch.setitem(_syscall_table.TABLES, ARCH, older)
+    monkeypatch.setitem(syscall_table.TABLES, ARCH, older)
     filt = Filter.build(deny=[n for n in DEFAULT_DENY if n in older])
     assert probe(attack, identity, filt) == [errno.ENOSYS, errno.ENOSYS]
 

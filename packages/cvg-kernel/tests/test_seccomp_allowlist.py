@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from test_bpf import AUDIT, DEFAULT_SPEC, KILL_PROCESS, err, nrs, reference, specs, u64_args
 from test_seccomp import ARCH, NR, confine, in_grandchild, probe, sc
 
-from cvg_kernel._syscall_table import TABLES
 from cvg_kernel.bpf import evaluate, validate
 from cvg_kernel.plan import PlanError, prepare
 from cvg_kernel.seccomp import Filter, SeccompError, build_program
+from cvg_kernel.syscall_table import TABLES
 
 
 def allow_reference(

@@ -20,10 +20,10 @@ from contextlib import contextmanager
 
 from forkrun import attempt, drop_to, in_child
 
-from cvg_kernel import _libc, _syscall_table
+from cvg_kernel import libc, syscall_table
 from cvg_kernel.seccomp import Filter
 
-NR = _syscall_table.TABLES[_libc.machine()]
+NR = syscall_table.TABLES[libc.machine()]
 PR_SET_NO_NEW_PRIVS = 38
 RLIMIT_CPU, RLIMIT_NOFILE = 0, 7
 PRIO_PROCESS, PRIO_USER = 0, 2
@@ -43,7 +43,7 @@ class RLimit(ctypes.Structure):
 
 
 def sc(name: str, *args: int | object) -> int:
-    return _libc.syscall(NR[name], *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
+    return libc.syscall(NR[name], *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
 
 
 @contextmanager
@@ -82,7 +82,7 @@ def attack_on(
 
         def body() -> int:
             if filt is not None:
-                _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+                libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
                 filt.install()
             return attempt(lambda: attack(pid))
 
@@ -157,7 +157,7 @@ def test_the_same_calls_on_the_caller_itself_still_work(
     identity: pwd.struct_passwd | None,
 ) -> None:
     def own() -> dict[str, int]:
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         DEFAULT.install()
         cpus = os.sched_getaffinity(0)
         return {
@@ -213,7 +213,7 @@ def test_datagram_socketpair_cannot_reach_an_outside_socket(
     def body(filt: Filter | None) -> Callable[[], int]:
         def run() -> int:
             if filt is not None:
-                _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+                libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
                 filt.install()
             a, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
             return a.sendto(b"out", path)
@@ -234,7 +234,7 @@ def test_datagram_socketpair_cannot_reach_an_outside_socket(
 
 def test_stream_and_seqpacket_socketpairs_still_work(identity: pwd.struct_passwd | None) -> None:
     def pairs() -> list[int]:
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         NO_UNIX.install()
         fds = (ctypes.c_int * 2)()
         return [
@@ -253,7 +253,7 @@ def test_listen_is_refused_when_nothing_may_be_listened_on(
     def serve(filt: Filter | None) -> Callable[[], list[int]]:
         def run() -> list[int]:
             if filt is not None:
-                _libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+                libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
                 filt.install()
             s = socket.socket()
             # Unbound: listen() would bind an ephemeral port that no bind() asked for.

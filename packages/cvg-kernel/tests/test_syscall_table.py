@@ -9,12 +9,12 @@ from types import ModuleType
 
 import pytest
 
-from cvg_kernel import _syscall_table
-from cvg_kernel._syscall_table import TABLES
+from cvg_kernel import syscall_table
+from cvg_kernel.syscall_table import TABLES
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "tools" / "gen_syscall_table.py"
-TABLE_FILE = Path(_syscall_table.__file__)
+TABLE_FILE = Path(syscall_table.__file__)
 
 
 def _load_generator() -> ModuleType:

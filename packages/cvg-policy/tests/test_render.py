@@ -10,7 +10,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cvg_kernel._syscall_table import TABLES
+from cvg_kernel.syscall_table import TABLES
 from cvg_policy.load import load_policy
 from cvg_policy.render import SECTION_ORDER, render_json, render_yaml, yaml_scalar
 from cvg_schema import Policy, load_policy_dict, loads

@@ -20,7 +20,7 @@ import pytest
 from runhelp import PY, Box, run_main
 from test_run_trace import Identity, _only, _plain, _traced
 
-from cvg_kernel._libc import machine
+from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
 
 pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

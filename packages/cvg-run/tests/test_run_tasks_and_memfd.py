@@ -27,7 +27,7 @@ from runhelp import (
     wait_for,
 )
 
-from cvg_kernel._libc import prctl
+from cvg_kernel.libc import prctl
 
 Identity = pwd.struct_passwd | None
 PR_SET_DUMPABLE = 4

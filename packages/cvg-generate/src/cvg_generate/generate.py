@@ -715,7 +715,7 @@ class _Builder:
         over the C libraries measured), the calls always needed, and each of those under
         its other names (:data:`FAMILIES`); minus the default deny list (unless
         --grant-denied granted one) and names this architecture lacks."""
-        from cvg_kernel._libc import machine
+        from cvg_kernel.libc import machine
         from cvg_kernel.seccomp import table
 
         arch = {"arm64": "aarch64"}.get(machine(), machine())

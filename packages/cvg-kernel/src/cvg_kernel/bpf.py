@@ -16,7 +16,7 @@ import errno as _errno
 import struct
 from collections.abc import Mapping, Sequence
 
-from ._record import Record
+from .record import Record
 
 Instruction = tuple[int, int, int, int]
 

@@ -15,8 +15,8 @@ import ctypes
 import errno
 from collections.abc import Iterable
 
-from ._libc import machine, prctl, syscall
-from ._syscall_table import TABLES
+from .libc import machine, prctl, syscall
+from .syscall_table import TABLES
 
 # Capability numbers are a stable kernel ABI (include/uapi/linux/capability.h).
 NAMES: tuple[str, ...] = (

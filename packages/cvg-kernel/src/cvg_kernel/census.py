@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from cvg_kernel._record import Record
+from cvg_kernel.record import Record
 
 CLASSES = ("allow", "args", "notify", "deny", "unknown")
 

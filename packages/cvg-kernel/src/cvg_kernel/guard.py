@@ -39,10 +39,10 @@ import os
 import socket
 from collections.abc import Callable
 
-from . import _libc, _syscall_table
+from . import libc, syscall_table
 from .seccomp import F_SETOWN, F_SETOWN_EX, SIGNAL_CALLS
 
-_NR = _syscall_table.TABLES.get(_libc.machine(), {})
+_NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 __all__ = ["CONTINUE", "GUARDS", "SIGNAL_CALLS", "listen", "take_descriptor", "thread_group"]
@@ -70,11 +70,11 @@ def take_descriptor(tid: int, fd: int, still_pending: Callable[[], bool]) -> int
     notification is known to be still pending (``still_pending()``): the tid was not
     reused between the notification and the pidfd. Raises OSError with the errno the
     tool's own call would have met (EBADF for a bad descriptor)."""
-    pidfd = _libc.syscall(_NR["pidfd_open"], ctypes.c_long(thread_group(tid)), ctypes.c_long(0))
+    pidfd = libc.syscall(_NR["pidfd_open"], ctypes.c_long(thread_group(tid)), ctypes.c_long(0))
     try:
         if not still_pending():
             raise ProcessLookupError(_errno.ESRCH, "the calling thread is gone")
-        return _libc.syscall(
+        return libc.syscall(
             _NR["pidfd_getfd"], ctypes.c_long(pidfd), ctypes.c_long(fd), ctypes.c_long(0)
         )
     finally:
@@ -106,7 +106,7 @@ def listen(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -
             if port == 0:
                 return _errno.EACCES
         try:
-            _libc.syscall(_NR["listen"], ctypes.c_long(mine), ctypes.c_long(backlog))
+            libc.syscall(_NR["listen"], ctypes.c_long(mine), ctypes.c_long(backlog))
         except OSError as e:
             return e.errno or _errno.EINVAL
         return 0
@@ -117,7 +117,7 @@ def listen(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -
 def _sockopt(fd: int, option: int) -> int:
     value = ctypes.c_int(0)
     size = ctypes.c_uint32(ctypes.sizeof(value))
-    _libc.syscall(
+    libc.syscall(
         _NR["getsockopt"],
         ctypes.c_long(fd),
         ctypes.c_long(socket.SOL_SOCKET),
@@ -162,7 +162,7 @@ def _pin(pid: int) -> int:
     """A pidfd for the process ``pid`` names, checked to be in the tree after it was
     opened (a pid reused by another process fails the check). OSError otherwise."""
     tgid = thread_group(pid)
-    pidfd = _libc.syscall(_NR["pidfd_open"], ctypes.c_long(tgid), ctypes.c_long(0))
+    pidfd = libc.syscall(_NR["pidfd_open"], ctypes.c_long(tgid), ctypes.c_long(0))
     if not _in_tree(tgid):
         os.close(pidfd)
         raise PermissionError(_errno.EPERM, f"{pid} is outside the sandbox")
@@ -170,7 +170,7 @@ def _pin(pid: int) -> int:
 
 
 def _pidfd_signal(pidfd: int, sig: int, info: ctypes.Array[ctypes.c_char] | None) -> None:
-    _libc.syscall(
+    libc.syscall(
         _NR["pidfd_send_signal"],
         ctypes.c_long(pidfd),
         ctypes.c_long(sig),
@@ -297,9 +297,7 @@ def tkill(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) ->
         return _errno.ESRCH if target > 0 else _errno.EINVAL
     try:
         # tgkill from here: the kernel refuses a tid that left that group meanwhile.
-        _libc.syscall(
-            _NR["tgkill"], ctypes.c_long(group), ctypes.c_long(target), ctypes.c_long(sig)
-        )
+        libc.syscall(_NR["tgkill"], ctypes.c_long(group), ctypes.c_long(target), ctypes.c_long(sig))
         return 0
     except OSError as e:
         return e.errno or _errno.EPERM
@@ -342,7 +340,7 @@ def rt_tgsigqueueinfo(tid: int, args: tuple[int, ...], still_pending: Callable[[
         return _errno.EPERM
     try:
         info = _read(tid, args[3], _SIGINFO_SIZE)
-        _libc.syscall(_NR["rt_tgsigqueueinfo"], ctypes.c_long(group), ctypes.c_long(target),
+        libc.syscall(_NR["rt_tgsigqueueinfo"], ctypes.c_long(group), ctypes.c_long(target),
                       ctypes.c_long(sig), info)  # fmt: skip
         return 0
     except OSError as e:
@@ -371,7 +369,7 @@ def pidfd_send_signal(tid: int, args: tuple[int, ...], still_pending: Callable[[
             except OSError:
                 return _errno.EFAULT
         sig, flags = ctypes.c_long(_signed32(args[1])), ctypes.c_long(args[3] & 0xFFFFFFFF)
-        _libc.syscall(_NR["pidfd_send_signal"], ctypes.c_long(mine), sig, info, flags)
+        libc.syscall(_NR["pidfd_send_signal"], ctypes.c_long(mine), sig, info, flags)
         return 0
     except OSError as e:
         return e.errno or _errno.EPERM
@@ -454,7 +452,7 @@ def _on_copy(
         return e.errno or _errno.EPERM
     try:
         value = ctypes.c_long(arg) if isinstance(arg, int) else arg
-        _libc.syscall(nr, ctypes.c_long(mine), ctypes.c_long(op), value)
+        libc.syscall(nr, ctypes.c_long(mine), ctypes.c_long(op), value)
         return 0
     except OSError as e:
         return e.errno or _errno.EPERM

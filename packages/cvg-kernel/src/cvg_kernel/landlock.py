@@ -23,9 +23,9 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
-from . import _libc
-from ._record import Record
-from ._syscall_table import TABLES
+from . import libc
+from .record import Record
+from .syscall_table import TABLES
 
 __all__ = [
     "ABI_ENV",
@@ -140,7 +140,7 @@ def _kernel_error(call: str, code: int) -> LandlockError:
 
 
 def _nr(name: str) -> int:
-    return TABLES[_libc.machine()][name]
+    return TABLES[libc.machine()][name]
 
 
 # --------------------------------------------------------------------------- ABI
@@ -153,7 +153,7 @@ def kernel_abi() -> int:
     was built with it but the LSM is not enabled at boot. Both mean "none".
     """
     try:
-        return _libc.syscall(
+        return libc.syscall(
             _nr("landlock_create_ruleset"),
             ctypes.c_void_p(None),
             ctypes.c_size_t(0),
@@ -484,7 +484,7 @@ def _open_rule_path(path: str, anchor: str | None = None) -> int | None:
             how = _OpenHow(
                 os.O_PATH | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
             )
-            return _libc.syscall(
+            return libc.syscall(
                 _nr("openat2"),
                 ctypes.c_long(base),
                 ctypes.c_char_p(os.fsencode(rest)),
@@ -595,7 +595,7 @@ class Ruleset:
 
         attr = _RulesetAttr(neg.handled_fs, neg.handled_net, neg.scoped)
         try:
-            fd = _libc.syscall(
+            fd = libc.syscall(
                 _nr("landlock_create_ruleset"),
                 ctypes.byref(attr),
                 ctypes.c_size_t(_attr_size(eff)),
@@ -644,7 +644,7 @@ class Ruleset:
             raise LandlockError("landlock_restrict_self: the ruleset is already closed")
         if self.fd < 0:
             return
-        ret = int(_libc._syscall(*self._restrict_args))
+        ret = int(libc._syscall(*self._restrict_args))
         if ret < 0:
             raise _kernel_error(
                 f"landlock_restrict_self(flags={'|'.join(mask_names(FLAGS, self.flags)) or 0})",
@@ -697,7 +697,7 @@ def _add_path_rule(
                 )
         attr = _PathBeneathAttr(allowed, pfd)
         try:
-            _libc.syscall(
+            libc.syscall(
                 _nr("landlock_add_rule"),
                 ctypes.c_long(ruleset_fd),
                 ctypes.c_long(_RULE_PATH_BENEATH),
@@ -717,7 +717,7 @@ def _add_path_rule(
 def _add_net_rule(ruleset_fd: int, port: int, allowed: int) -> None:
     attr = _NetPortAttr(allowed, port)  # host byte order, as the kernel expects
     try:
-        _libc.syscall(
+        libc.syscall(
             _nr("landlock_add_rule"),
             ctypes.c_long(ruleset_fd),
             ctypes.c_long(_RULE_NET_PORT),

@@ -56,8 +56,7 @@ import struct
 import threading
 from collections.abc import Callable, Sequence
 
-from . import _libc, _syscall_table
-from ._record import Record
+from . import libc, syscall_table
 from .bpf import (
     LD_W_ABS,
     RET_K,
@@ -69,6 +68,7 @@ from .bpf import (
     ret_errno,
     validate,
 )
+from .record import Record
 from .seccomp import AUDIT_ARCH
 
 # include/uapi/linux/seccomp.h
@@ -131,7 +131,7 @@ SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP = 1
 # What /proc/self/fd/N reads for a listener: how a received descriptor is checked.
 LISTENER_LINK = "anon_inode:seccomp notify"
 
-_ioctl = _libc.libc.ioctl
+_ioctl = libc.libc.ioctl
 _ioctl.restype = ctypes.c_int
 _ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
 
@@ -238,8 +238,8 @@ def receive_listener(sock_fd: int, timeout: float | None = None) -> int:
 def kernel_sizes() -> tuple[int, int, int]:
     """``(seccomp_notif, seccomp_notif_resp, seccomp_data)`` as the running kernel has them."""
     sizes = _NotifSizes()
-    nr = _syscall_table.TABLES[_libc.machine()]["seccomp"]
-    _libc.syscall(
+    nr = syscall_table.TABLES[libc.machine()]["seccomp"]
+    libc.syscall(
         nr, ctypes.c_ulong(SECCOMP_GET_NOTIF_SIZES), ctypes.c_ulong(0), ctypes.byref(sizes)
     )
     return sizes.seccomp_notif, sizes.seccomp_notif_resp, sizes.seccomp_data
@@ -338,7 +338,7 @@ def _serve(
         raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
     from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred
 
-    table = _syscall_table.TABLES.get(arch, {})
+    table = syscall_table.TABLES.get(arch, {})
     names_of = {"signal": (*SIGNAL_CALLS, "fcntl", "ioctl")}
     guards = {
         table[name]: GUARDS[name]
@@ -359,7 +359,7 @@ def _serve(
         raise NotifyError(f"kernel's seccomp_unotify structs are {theirs} bytes, expected {ours}")
     # Only a speed-up, and older kernels refuse it (EINVAL): the result is not checked.
     _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-    names = {nr: name for name, nr in _syscall_table.TABLES[arch].items()}
+    names = {nr: name for name, nr in syscall_table.TABLES[arch].items()}
     answers = _Answers(program)
     notif = SeccompNotif()
     resp = SeccompNotifResp()

@@ -15,9 +15,8 @@ import signal
 from collections.abc import Mapping, Sequence
 
 from . import landlock, seccomp
-from ._libc import machine
-from ._record import Factory, Record
 from .caps import CapabilityDrop, CapabilityError
+from .libc import machine
 from .process import (
     RlimitError,
     apply_rlimits,
@@ -26,6 +25,7 @@ from .process import (
     prepare_rlimits,
     set_no_new_privs,
 )
+from .record import Factory, Record
 
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False

@@ -11,8 +11,8 @@ import os
 import resource
 import signal
 
-from ._libc import machine, prctl, syscall
-from ._syscall_table import TABLES
+from .libc import machine, prctl, syscall
+from .syscall_table import TABLES
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39

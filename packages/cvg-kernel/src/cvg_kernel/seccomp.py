@@ -4,7 +4,7 @@
 a classic BPF program for x86_64 or aarch64. :class:`Filter` prepares that program
 in the parent, so that the forked child only has to make one syscall.
 
-Syscall numbers come from the generated table (``cvg_kernel._syscall_table``), never
+Syscall numbers come from the generated table (``cvg_kernel.syscall_table``), never
 from the running system, so a plan compiles the same everywhere and the aarch64
 program can be built and checked on an x86_64 host.
 """
@@ -15,8 +15,7 @@ import ctypes
 import errno as _errno
 from collections.abc import Iterable, Mapping, Sequence
 
-from cvg_kernel import _libc, _syscall_table, census
-from cvg_kernel._record import Record
+from cvg_kernel import census, libc, syscall_table
 from cvg_kernel.bpf import (
     AUDIT_ARCH_AARCH64,
     AUDIT_ARCH_X86_64,
@@ -45,6 +44,7 @@ from cvg_kernel.bpf import (
 # hold that an architecture lacks live in the census of every syscall, re-exported here.
 from cvg_kernel.census import ARCH_SPECIFIC as ARCH_SPECIFIC
 from cvg_kernel.census import DENY_GROUPS as DENY_GROUPS
+from cvg_kernel.record import Record
 
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False
@@ -218,7 +218,7 @@ def table(arch: str) -> Mapping[str, int]:
     """The syscall name -> number table for ``arch``."""
     if arch not in ARCHES:
         raise SeccompError(f"unsupported architecture {arch!r}; expected one of {ARCHES}")
-    return _syscall_table.TABLES[arch]
+    return syscall_table.TABLES[arch]
 
 
 def _names(what: str, value: Iterable[str]) -> list[str]:
@@ -776,9 +776,9 @@ class Filter:
         self._flags = ctypes.c_ulong(
             SECCOMP_FILTER_FLAG_NEW_LISTENER if listener or self.supervised else 0
         )
-        running = _libc.machine()
+        running = libc.machine()
         self._nr: int | None = (
-            _syscall_table.TABLES[running]["seccomp"] if running == self.arch else None
+            syscall_table.TABLES[running]["seccomp"] if running == self.arch else None
         )
 
     @classmethod
@@ -787,7 +787,7 @@ class Filter:
         unknown = set(spec) - SPEC_KEYS
         if unknown:
             raise SeccompError(f"unknown seccomp key(s): {', '.join(sorted(unknown))}")
-        return cls(compile_spec(arch or _libc.machine(), **spec))
+        return cls(compile_spec(arch or libc.machine(), **spec))
 
     def with_listener(self) -> Filter:
         """The same filter with its denials sent to a listener (:func:`notifying`)."""
@@ -813,5 +813,5 @@ class Filter:
         this process has one.
         """
         if self._nr is None:
-            raise SeccompError(f"this filter is for {self.arch}, not {_libc.machine()}")
-        return _libc.syscall(self._nr, self._mode, self._flags, self._prog_ptr)
+            raise SeccompError(f"this filter is for {self.arch}, not {libc.machine()}")
+        return libc.syscall(self._nr, self._mode, self._flags, self._prog_ptr)

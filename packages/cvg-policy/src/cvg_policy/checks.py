@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
-from cvg_kernel import _syscall_table
+from cvg_kernel import syscall_table
 from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, DEFAULT_ENOSYS, DENY_REASONS
 
 from .errors import Finding
@@ -335,7 +335,7 @@ class _Checker:
                     break
 
     def check_syscalls(self) -> None:
-        table = _syscall_table.TABLES.get(self.arch)
+        table = syscall_table.TABLES.get(self.arch)
         allowlist = self.policy.syscalls.mode == "allowlist"
         if not allowlist and self.policy.syscalls.on_violation != "errno":
             self.add(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from cvg_kernel import _libc
+from cvg_kernel import libc
 from cvg_kernel.landlock import FILE_RIGHTS, KNOWN_ABI, effective_abi
 from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, LAUNCHER_ALLOW
 from cvg_kernel.seccomp import table as syscall_table
@@ -295,7 +295,7 @@ def compile_report(
     """
     view = OsView() if view is None else view
     target = target_abi(abi, facts)
-    arch = facts.arch if facts is not None else _libc.machine()
+    arch = facts.arch if facts is not None else libc.machine()
     arch = {"arm64": "aarch64"}.get(arch, arch)
     if arch not in ("x86_64", "aarch64"):
         raise PolicyError(f"architecture {arch!r} is not supported (x86_64, aarch64)")

@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 from cvg_kernel import process
-from cvg_kernel._libc import prctl
+from cvg_kernel.libc import prctl
 from cvg_kernel.plan import (
     EXIT_NOT_STARTED,
     PlanError,

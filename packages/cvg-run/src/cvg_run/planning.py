@@ -24,7 +24,7 @@ except ImportError:  # Python 3.11
         from hashlib import sha256 as _sha256  # type: ignore[assignment, unused-ignore]
 
 from cvg_kernel import landlock
-from cvg_kernel._record import Record
+from cvg_kernel.record import Record
 
 from . import __version__
 from .record import write_atomic

@@ -21,7 +21,6 @@ import time
 from collections.abc import Mapping, Sequence
 
 from cvg_kernel import process
-from cvg_kernel._record import Record
 from cvg_kernel.plan import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -30,6 +29,7 @@ from cvg_kernel.plan import (
     exec_failure,
     exec_status,
 )
+from cvg_kernel.record import Record
 
 from . import tree
 from .tree import Reserve

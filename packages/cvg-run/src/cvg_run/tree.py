@@ -21,7 +21,7 @@ import select
 import stat
 
 from cvg_kernel import process
-from cvg_kernel._libc import prctl
+from cvg_kernel.libc import prctl
 
 PR_GET_DUMPABLE = 3
 

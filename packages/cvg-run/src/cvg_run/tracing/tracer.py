@@ -202,7 +202,7 @@ class Tracer:
             listed = self.plan.get("seccomp", {}).get("allow")
             if listed is not None:
                 # An allow list refuses every call not on it: trace those too.
-                from cvg_kernel._libc import machine
+                from cvg_kernel.libc import machine
                 from cvg_kernel.seccomp import table
 
                 arch = self.plan.get("arch") or machine()
