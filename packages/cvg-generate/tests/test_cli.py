@@ -250,3 +250,14 @@ def test_verify_of_a_command_that_never_started_is_not_a_pass(
     assert f"could not be started: {command} {words}" in err
     help_text = subprocess.run([wl.cvg("cvg-generate"), "--help"], capture_output=True).stdout
     assert b"125, 126, 127  --verify: the command could not be started" in help_text
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "-1", "1e400", str(10**30)])
+def test_headroom_refuses_nan_inf_negative_and_huge(
+    observed: tuple[wl.Place, Path], value: str
+) -> None:
+    _, obs = observed
+    r = _gen("--headroom", value, str(obs))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b"", err
+    assert len(err.splitlines()) == 1 and "--headroom" in err and "internal error" not in err

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from cvg_mcp.cli import main
@@ -28,3 +31,26 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for word in ("--policies", "--allow-inline-policy", "--allow-observe", "--http", "mcpServers"):
         assert word in out
+
+
+MAIN = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
+NUMERIC = {
+    "--max-output": ["nan", "inf", "-1", "-inf", "1e3", str(10**30)],
+    "--http": ["nan", "inf", "-1", "99999", str(10**30)],
+}
+
+
+@pytest.mark.parametrize("option, value", [(o, v) for o, values in NUMERIC.items() for v in values])
+def test_every_numeric_option_refuses_nan_inf_negative_and_huge(option: str, value: str) -> None:
+    # A subprocess with stdin at EOF: a value let through would start serving, and
+    # end at once with status 0 instead of hanging the test.
+    r = subprocess.run(
+        [sys.executable, "-c", MAIN, "--policies", "/", option, value],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert option in r.stderr and "Traceback" not in r.stderr

@@ -12,7 +12,7 @@ from typing import Final
 
 import click
 
-from cvg_schema.console import console
+from cvg_schema.console import FiniteFloatRange, console
 from cvg_schema.io import dumps, write_atomic
 
 from . import __version__
@@ -89,7 +89,7 @@ Exit status:
 )
 @click.option(
     "--headroom",
-    type=click.FloatRange(min=1.0, max=100.0),
+    type=FiniteFloatRange(min=1.0, max=100.0),
     default=DEFAULT_HEADROOM,
     show_default=True,
     metavar="FACTOR",

@@ -22,6 +22,9 @@ PROG: Final = "cvg-mcp"
 EXIT_OK: Final = 0
 EXIT_USAGE: Final = 2
 TOKEN_ENV: Final = "CVG_MCP_TOKEN"
+# Each stream of each run in flight is held in memory up to --max-output, and the
+# answer is one MCP message: a bound keeps a typo (or 1e30) from promising either.
+MAX_OUTPUT_LIMIT: Final = 64 << 20
 
 
 class _Usage(Exception):
@@ -81,7 +84,7 @@ A client configuration (Claude Desktop and other "mcpServers" clients):
 @click.option(
     "--max-output",
     "max_output",
-    type=click.IntRange(min=1024),
+    type=click.IntRange(min=1024, max=MAX_OUTPUT_LIMIT),
     default=256 * 1024,
     show_default=True,
     metavar="BYTES",

@@ -9,14 +9,15 @@ never a traceback; a reader that went away (``cvg-x | head``) is not an error of
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
-__all__ = ["EXIT_USAGE", "Exit", "console", "invoke", "one_line"]
+__all__ = ["EXIT_USAGE", "Exit", "FiniteFloatRange", "console", "invoke", "one_line"]
 
 EXIT_USAGE = 2
 
@@ -27,6 +28,19 @@ class Exit(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self.status = status
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, refusing nan as well: nan compares false with both bounds,
+    so FloatRange lets it through to fail later as an internal error."""
+
+    name = "float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
 
 
 def one_line(text: str) -> str:
