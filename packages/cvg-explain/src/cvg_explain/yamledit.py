@@ -18,6 +18,8 @@ from typing import Final
 
 import yaml
 
+from cvg_policy.render import double_quoted
+
 __all__ = [
     "EditError",
     "Value",
@@ -70,38 +72,11 @@ def render_scalar(value: Value, as_json: bool = False) -> str:
                 return value
         except yaml.YAMLError:
             pass
-    return _quote(value)
-
-
-def _yaml_printable(c: str) -> bool:
-    o = ord(c)
-    return (
-        0x20 <= o <= 0x7E
-        or 0xA0 <= o <= 0xD7FF
-        or 0xE000 <= o <= 0xFFFD
-        or 0x10000 <= o <= 0x10FFFF
-    ) and c not in "\u2028\u2029"
-
-
-def _quote(value: str) -> str:
-    """A double-quoted string both YAML and JSON read back as ``value``: characters
-    outside the printable set (and the line separators) as ``\\uXXXX``, the rest as they
-    are. ``json.dumps`` would split a character above U+FFFF into a surrogate pair,
-    which YAML reads as two lone surrogates."""
-    out = ['"']
-    for c in value:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif _yaml_printable(c):
-            out.append(c)
-        else:
-            out.append(f"\\u{ord(c):04x}")
-    out.append('"')
-    return "".join(out)
+    return double_quoted(value)
 
 
 def _key(name: str, as_json: bool) -> str:
-    return _quote(name) if as_json else name
+    return double_quoted(name) if as_json else name
 
 
 def _find(node: yaml.MappingNode, name: str) -> tuple[yaml.Node, yaml.Node] | None:

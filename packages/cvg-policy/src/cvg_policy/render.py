@@ -25,7 +25,7 @@ from cvg_schema import Policy
 from cvg_schema.io import dumps
 from cvg_schema.policy import Reason
 
-__all__ = ["SECTION_ORDER", "render_json", "render_yaml", "yaml_scalar"]
+__all__ = ["SECTION_ORDER", "double_quoted", "render_json", "render_yaml", "yaml_scalar"]
 
 SECTION_ORDER: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("filesystem", ("read", "write", "execute", "deny")),
@@ -64,31 +64,35 @@ _INDENT: Final = "  "
 _RAW_OK: Final = re.compile(
     "[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*"
 )
-_SPECIAL_ESCAPES: Final[dict[str, str]] = {
+_SHORT_ESCAPES: Final[dict[str, str]] = {
     "\\": "\\\\",
     '"': '\\"',
     "\n": "\\n",
     "\t": "\\t",
     "\r": "\\r",
-    "\x00": "\\0",
 }
 
 
-def _double_quoted(text: str) -> str:
+def double_quoted(text: str) -> str:
+    r"""``text`` as one double-quoted scalar that YAML (``yaml.safe_load``) and JSON
+    both read back as ``text``, on one line.
+
+    Backslash, quote, line feed, tab and carriage return take their short escapes
+    (``\\``, ``\"``, ``\n``, ``\t``, ``\r``); a character YAML may not hold raw (the
+    other control characters, DEL, NEL, the line and paragraph separators, a lone
+    surrogate) is written ``\uXXXX``; every other character stands as it is. A
+    character above U+FFFF stays raw: ``json.dumps`` would split it into a surrogate
+    pair, which YAML reads as two lone surrogates. (JSON, unlike YAML, reads a lone
+    high surrogate followed by a lone low one as the one character they make.)
+    """
     out = ['"']
     for ch in text:
-        if ch in _SPECIAL_ESCAPES:
-            out.append(_SPECIAL_ESCAPES[ch])
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
         elif _RAW_OK.fullmatch(ch):
             out.append(ch)
-        else:
-            code = ord(ch)
-            if code < 0x100:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:  # pragma: no cover - astral characters are raw-ok
-                out.append(f"\\U{code:08x}")
+        else:  # below U+10000: every astral character is raw-ok
+            out.append(f"\\u{ord(ch):04x}")
     out.append('"')
     return "".join(out)
 
@@ -104,7 +108,7 @@ def yaml_scalar(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"not a policy scalar: {type(value).__name__}")
     if not _RAW_OK.fullmatch(value) or value != value.strip(" ") or not value:
-        return '""' if not value else _double_quoted(value)
+        return '""' if not value else double_quoted(value)
     # Plain or single-quoted, as PyYAML judges it safe to read back as this string.
     text = yaml.safe_dump(
         value, default_flow_style=True, width=1 << 30, allow_unicode=True, explicit_end=False
@@ -112,7 +116,7 @@ def yaml_scalar(value: object) -> str:
     text = text.removesuffix("\n").removesuffix("\n...").removesuffix("...")
     text = text.rstrip("\n")
     if "\n" in text:  # pragma: no cover - single-line input stays single-line
-        return _double_quoted(value)
+        return double_quoted(value)
     return text
 
 
