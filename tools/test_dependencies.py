@@ -5,7 +5,9 @@ distribution that provides it in this environment (the standard library is
 sys.stdlib_module_names), and compares with pyproject.toml. A workspace package run
 as a program counts as used: the string "cvg_kernel" passed to `python -m`, or a
 console script name such as "cvg-run". An import inside `try: ... except ImportError`
-is optional and need not be declared. Run by `uv run nox -s deps`.
+is optional and need not be declared. And no package imports another's private
+modules or names (``cvg_kernel._libc``, ``from cvg_run.api import _pump``). Run by
+`uv run nox -s deps`.
 """
 
 from __future__ import annotations
@@ -135,3 +137,48 @@ def test_test_imports_are_in_the_test_group(dist: str) -> None:
     assert not unknown, f"{dist}'s tests import modules nothing provides: {unknown}"
     missing = needed - declared - {norm(dist)}
     assert not missing, f"{dist}'s tests import {sorted(missing)}: add them to its test group"
+
+
+# ---- distributions meet only through public APIs: none imports another's private names.
+
+TOP = {d.replace("-", "_"): d for d in DISTS}
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def violations(source: str, own: str) -> list[str]:
+    """Private names of other distributions that ``source`` (of package ``own``) imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules: list[tuple[str, list[str]]] = []
+        if isinstance(node, ast.Import):
+            modules = [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [(node.module, [alias.name for alias in node.names])]
+        for module, names in modules:
+            parts = module.split(".")
+            if parts[0] not in TOP or parts[0] == own:
+                continue
+            bad = [p for p in parts[1:] if _private(p)] + [n for n in names if _private(n)]
+            if bad:
+                found.append(f"line {node.lineno}: {module} ({', '.join(bad)})")
+    return found
+
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_no_private_imports_across_distributions(dist: str) -> None:
+    own = dist.replace("-", "_")
+    problems = []
+    for path in sorted((PACKAGES / dist / "src").rglob("*.py")):
+        for v in violations(path.read_text(), own):
+            problems.append(f"{path.relative_to(PACKAGES)} {v}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_sees_a_private_import() -> None:
+    planted = "from cvg_kernel._libc import machine\nfrom cvg_run.api import _pump\n"
+    assert len(violations(planted, "cvg_policy")) == 2
+    assert violations(planted, "cvg_kernel") == ["line 2: cvg_run.api (_pump)"]
+    assert violations("from cvg_kernel import __version__\n", "cvg_run") == []
