@@ -268,6 +268,20 @@ def test_strace_missing(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 1 and "strace not found" in lines[0]
 
 
+@pytest.mark.parametrize("mode", [[], ["--unconfined"]])
+def test_a_strace_that_fails_is_blamed_not_the_command(
+    work: Path, capfd: pytest.CaptureFixture[str], mode: list[str]
+) -> None:
+    false = shutil.which("false")
+    assert false is not None
+    code, out, err = run(capfd, *mode, "--strace", false, "--", "true")
+    lines = [x for x in err.strip().splitlines() if not x.startswith(UNCONFINED_WARNING)]
+    assert code == 125 and out == "", err
+    assert lines == [f"cvg-observe: strace {false} exited 1 before the command started"]
+    code, out, _ = run(capfd, "--help")
+    assert code == 0 and "strace missing, or failing before the" in " ".join(out.split())
+
+
 def test_usage_errors(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capfd)
     assert code == 2 and out == ""

@@ -47,8 +47,9 @@ observation's notes):
 \b
 Exit status:
   the command's own status (128+N when killed by signal N), as cvg-run gives it;
-  125  the observation could not be made (strace missing, the sandbox could not
-       be built, the command was not started), one line on stderr;
+  125  the observation could not be made (strace missing, or failing before the
+       command started; the sandbox could not be built; the command was not
+       started), one line on stderr;
   126  the command could not be executed;  127  it was not found;
   2    a usage error.
 """,

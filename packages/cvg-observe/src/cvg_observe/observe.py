@@ -343,6 +343,19 @@ def _private_dir() -> str:
     raise ObserveError("cannot create a private directory for the trace")
 
 
+class _Counted:
+    """The lines of an iterator, counted as they pass."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = lines
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            self.count += 1
+            yield line
+
+
 def _lines_from(
     fd: int, proc: subprocess.Popen[bytes], tick: Callable[[], None] = lambda: None
 ) -> Iterator[str]:
@@ -501,10 +514,16 @@ def observe(
                         proc = subprocess.Popen(argv, stdout=tool_stdout, env=env)
                     except OSError as e:
                         raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
+                    seen = _Counted(_lines_from(fd, proc, forwarder.flush))
                     try:
-                        writer.consume(_lines_from(fd, proc, forwarder.flush))
+                        writer.consume(seen)
                     finally:
                         code = proc.wait()
+                    if not writer.started and seen.count == 0 and code != 0:
+                        # Not one trace line: strace itself failed (a bad --strace, a
+                        # refused ptrace), so the command was never its to start.
+                        how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
+                        raise ObserveError(f"strace {strace_path} {how} before the command started")
                     if not writer.started:
                         status = writer.exit_status
                         if status is None:
