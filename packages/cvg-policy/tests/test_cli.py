@@ -627,19 +627,6 @@ def test_a_failing_probe_is_one_line_and_exit_1(
     ]
 
 
-def test_without_facts_or_probe_the_error_says_what_to_do(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import cvg_probe
-
-    monkeypatch.delattr(cvg_probe, "probe", raising=False)
-    r = invoke(capsys, monkeypatch, ["--compile"], stdin=b"version: 1\n")
-    assert r.status == 1
-    assert r.err_lines == [
-        "cvg-validate: cvg-probe is not available here: pass --facts FILE (from cvg-probe)"
-    ]
-
-
 # --- the real executable ---------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from cvg_schema import Facts
-from cvg_schema.console import console
+from cvg_schema.console import EXIT_USAGE, Exit, console, invoke
 from cvg_schema.errors import SchemaError
 from cvg_schema.io import dumps, loads_as, write_atomic
 
@@ -34,24 +34,15 @@ __all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "cli", "main", "run"]
 PROG: Final = "cvg-validate"
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
-EXIT_USAGE: Final = 2
-
-
-class _Exit(Exception):
-    """Stop with this status, after the lines were printed."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _err(line: str) -> None:
     click.echo(" ".join(line.split()), err=True)
 
 
-def _usage(message: str) -> _Exit:
+def _usage(message: str) -> Exit:
     _err(f"{PROG}: {message} (see '{PROG} --help')")
-    return _Exit(EXIT_USAGE)
+    return Exit(EXIT_USAGE)
 
 
 def _display(path: str) -> str:
@@ -85,20 +76,17 @@ def _load_facts(path: str) -> Facts:
         return loads_as(Facts, data)
     except SchemaError as e:
         _err(f"{_display(path)}: facts: {e}")
-        raise _Exit(EXIT_INVALID) from None
+        raise Exit(EXIT_INVALID) from None
 
 
 def _probe() -> Facts:
-    try:
-        from cvg_probe import probe
-    except ImportError:
-        _err(f"{PROG}: cvg-probe is not available here: pass --facts FILE (from cvg-probe)")
-        raise _Exit(EXIT_INVALID) from None
+    from cvg_probe import probe
+
     try:
         facts = probe()
     except Exception as e:
         _err(f"{PROG}: probing this kernel failed: {e} (pass --facts FILE from cvg-probe)")
-        raise _Exit(EXIT_INVALID) from None
+        raise Exit(EXIT_INVALID) from None
     if not isinstance(facts, Facts):  # pragma: no cover - a contract check
         raise TypeError(f"cvg_probe.probe() returned {type(facts).__name__}, not Facts")
     return facts
@@ -385,29 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     Never raises: a usage error is one line and status 2, an invalid policy one line per
     problem and status 1, an unexpected exception one ``internal error`` line and 1.
     """
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False)
-    except _Exit as e:
-        return e.status
-    except click.UsageError as e:
-        _err(f"{PROG}: {e.format_message()} (see '{PROG} --help')")
-        return EXIT_USAGE
-    except click.ClickException as e:
-        _err(f"{PROG}: {e.format_message()}")
-        return EXIT_USAGE if e.exit_code == EXIT_USAGE else EXIT_INVALID
-    except click.Abort:
-        _err(f"{PROG}: aborted")
-        return EXIT_INVALID
-    except BrokenPipeError:
-        raise
-    except KeyboardInterrupt:
-        _err(f"{PROG}: interrupted")
-        return 130
-    except Exception as e:
-        _err(f"{PROG}: internal error: {type(e).__name__}: {e}")
-        return EXIT_INVALID
-    return rv if isinstance(rv, int) else EXIT_OK
+    return invoke(cli, argv, prog=PROG, failure=EXIT_INVALID)
 
 
 def run() -> None:
