@@ -1,9 +1,9 @@
 """cvg-run: run a command under a cvg policy.
 
-Not click, and argparse only when needed: cvg-run's cold start is part of what
-it costs a user per tool call, and every import on this path counts. The
-common command lines are parsed by hand; --help, and anything the hand parser
-does not recognise, go to argparse, which also writes the error messages.
+Not click, and argparse only for --help: cvg-run's cold start is part of what
+it costs a user per tool call, and every import on this path counts. One small
+hand-written grammar (:func:`parse`) reads every command line; argparse only
+formats the help text from the same option names.
 """
 
 from __future__ import annotations
@@ -64,8 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="cvg-run",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="cvg-run [-p POLICY] [--allow-degraded] [--trace] [--record PATH] "
-        "[--keep-scratch] [--cwd DIR] [-v] -- CMD [ARG...]",
+        usage=USAGE[len("usage: ") :],
     )
     p.add_argument("-p", "--policy", metavar="POLICY", help="policy file (YAML or JSON)")
     p.add_argument(
@@ -100,7 +99,7 @@ def _say(message: str) -> None:
 
 
 class Options:
-    """What the command line asked for (the same names argparse would give)."""
+    """What the command line asked for."""
 
     def __init__(self) -> None:
         self.policy: str | None = None
@@ -110,55 +109,88 @@ class Options:
         self.keep_scratch = False
         self.cwd: str | None = None
         self.verbose = False
+        self.help = False
         self.command: list[str] = []
 
 
-_FLAGS = {
+class UsageError(Exception):
+    """A command line outside the grammar: one line for the user, exit 2."""
+
+
+FLAGS = {
     "--allow-degraded": "allow_degraded",
     "--trace": "trace",
     "--keep-scratch": "keep_scratch",
     "-v": "verbose",
     "--verbose": "verbose",
 }
-_VALUES = {"-p": "policy", "--policy": "policy", "--record": "record", "--cwd": "cwd"}
+VALUES = {"-p": "policy", "--policy": "policy", "--record": "record", "--cwd": "cwd"}
 
 
-def _fast_parse(argv: Sequence[str]) -> Options | None:
-    """Parse the usual command lines; None sends the rest to argparse."""
+def parse(argv: Sequence[str]) -> Options:
+    """The one grammar of cvg-run's command line.
+
+    Options come first, then the command: ``--`` ends the options, and so does the
+    first word that does not start with ``-`` (or is ``-`` itself); everything from
+    there is the command, untouched. A value option takes the next word whatever it is
+    (``-p -- -- true`` reads the policy file named ``--``), or its value attached
+    (``--policy=FILE``, ``-pFILE``). Flags take no value. Options are not abbreviated.
+    ``-h``/``--help`` asks for the help. Anything else raises :class:`UsageError`.
+    """
     opts = Options()
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--" or not arg.startswith("-") or arg == "-":
+        if arg == "--":
+            opts.command = list(argv[i + 1 :])
+            return opts
+        if arg == "-" or not arg.startswith("-"):
             opts.command = list(argv[i:])
             return opts
-        name, eq, value = arg.partition("=")
-        if name in _FLAGS and not eq:
-            setattr(opts, _FLAGS[name], True)
-        elif name in _VALUES and name.startswith("--") and eq:
-            setattr(opts, _VALUES[name], value)
-        elif arg in _VALUES and i + 1 < len(argv):
-            i += 1
-            setattr(opts, _VALUES[arg], argv[i])
+        if arg in ("-h", "--help"):
+            opts.help = True
+            return opts
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in FLAGS:
+            if eq:
+                raise UsageError(f"{name} takes no value")
+            setattr(opts, FLAGS[name], True)
+        elif name in VALUES:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise UsageError(f"{name} needs a value")
+                i += 1
+                value = argv[i]
+            elif not value:
+                raise UsageError(f"{name} needs a value")
+            setattr(opts, VALUES[name], value)
+        elif len(arg) > 2 and arg[:2] in VALUES:
+            setattr(opts, VALUES[arg[:2]], arg[2:])
         else:
-            return None
+            raise UsageError(f"unknown option {arg}")
         i += 1
     return opts
 
 
+USAGE = (
+    "usage: cvg-run [-p POLICY] [--allow-degraded] [--trace] [--record PATH] "
+    "[--keep-scratch] [--cwd DIR] [-v] -- CMD [ARG...]"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args: Options | argparse.Namespace | None = _fast_parse(argv)
-    if args is None:
-        try:
-            args = _parser().parse_args(argv)
-        except SystemExit as e:
-            return int(e.code or 0)
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
+    try:
+        args = parse(argv)
+    except UsageError as e:
+        _say(f"{e} ({USAGE[len('usage: ') :]})")
+        return 2
+    if args.help:
+        sys.stdout.write(_parser().format_help())
+        return 0
+    command = args.command
     if not command:
-        _say("no command given (usage: cvg-run [-p POLICY] -- CMD [ARG...])")
+        _say(f"no command given ({USAGE})")
         return 2
     try:
         return _run(args, command)
@@ -169,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_STARTED
 
 
-def _run(args: Options | argparse.Namespace, command: list[str]) -> int:
+def _run(args: Options, command: list[str]) -> int:
     cwd = os.path.abspath(args.cwd) if args.cwd else os.getcwd()
     if not os.path.isdir(cwd):
         _say(f"--cwd {args.cwd}: not a directory")
@@ -357,7 +389,7 @@ def _remove_scratch(path: str) -> None:
 
 
 def _finish(
-    args: Options | argparse.Namespace,
+    args: Options,
     planned: planning.Planned,
     command: list[str],
     cwd: str,
