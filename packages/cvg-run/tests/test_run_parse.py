@@ -97,3 +97,22 @@ def test_usage_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert "no command given" in capsys.readouterr().err
     assert main(["--help"]) == 0
     assert "usage: cvg-run" in capsys.readouterr().out
+
+
+def test_cvg_debug_shows_the_traceback_behind_an_internal_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cvg_run import planning
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(planning, "plan_for", boom)
+    monkeypatch.delenv("CVG_DEBUG", raising=False)
+    assert main(["--", "true"]) == 125
+    assert capsys.readouterr().err == "cvg-run: internal error: RuntimeError: boom\n"
+    monkeypatch.setenv("CVG_DEBUG", "1")
+    assert main(["--", "true"]) == 125
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.endswith("cvg-run: internal error: RuntimeError: boom\n")

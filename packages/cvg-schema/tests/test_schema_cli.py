@@ -299,3 +299,25 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: lis
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, "")
     assert one_line(err).startswith("cvg-schema")
+
+
+def test_cvg_debug_shows_the_traceback_behind_an_internal_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    from cvg_schema.console import invoke
+
+    @click.command()
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.delenv("CVG_DEBUG", raising=False)
+    assert invoke(broken, [], prog="cvg-x", failure=1) == 1
+    quiet = capsys.readouterr().err
+    assert quiet == "cvg-x: internal error: RuntimeError: boom\n"
+    monkeypatch.setenv("CVG_DEBUG", "1")
+    assert invoke(broken, [], prog="cvg-x", failure=1) == 1
+    loud = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in loud and 'raise RuntimeError("boom")' in loud
+    assert loud.endswith("cvg-x: internal error: RuntimeError: boom\n")

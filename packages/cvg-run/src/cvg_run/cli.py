@@ -197,6 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 128 + 2
     except Exception as e:
+        # cvg_schema.console.internal_error's rule, without importing click on this path.
+        if os.environ.get("CVG_DEBUG", "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exception(e, file=sys.stderr)
         _say(f"internal error: {type(e).__name__}: {e}")
         return EXIT_NOT_STARTED
 

@@ -17,7 +17,16 @@ from typing import Any, NoReturn
 
 import click
 
-__all__ = ["EXIT_USAGE", "Exit", "FiniteFloatRange", "console", "invoke", "one_line"]
+__all__ = [
+    "DEBUG_ENV",
+    "EXIT_USAGE",
+    "Exit",
+    "FiniteFloatRange",
+    "console",
+    "internal_error",
+    "invoke",
+    "one_line",
+]
 
 EXIT_USAGE = 2
 
@@ -94,10 +103,23 @@ def invoke(
         where = f"{e.filename}: " if e.filename else ""
         _say(prog, f"{where}{e.strerror or e}")
         return failure
-    except Exception as e:  # our own bug: still one line, no traceback
-        _say(prog, f"internal error: {type(e).__name__}: {e}")
+    except Exception as e:  # our own bug: one line, the traceback only when asked for
+        internal_error(prog, e)
         return failure
     return rv if isinstance(rv, int) else 0
+
+
+DEBUG_ENV = "CVG_DEBUG"
+"""Set (to anything but empty or 0) to see the traceback behind an internal error."""
+
+
+def internal_error(prog: str, e: BaseException) -> None:
+    """Say an unexpected exception in one line; with CVG_DEBUG set, its traceback too."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(e, file=sys.stderr)
+    _say(prog, f"internal error: {type(e).__name__}: {e}")
 
 
 def console(main: Callable[[], int]) -> NoReturn:
