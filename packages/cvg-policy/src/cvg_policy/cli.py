@@ -322,7 +322,8 @@ def cli(
     try:
         loaded = load_policy(data, filename=filename)
     except PolicyError as e:
-        _err(str(e))
+        for problem in e.problems:
+            _err(str(problem))
         return EXIT_INVALID
     variables = context(cwd=os.path.abspath(cwd) if cwd else None, policy_dir=loaded.policy_dir)
     findings = check(
@@ -371,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``cvg-validate`` with ``argv`` (default: ``sys.argv[1:]``); return the status.
 
     Never raises: a usage error is one line and status 2, an invalid policy one line per
-    problem and status 1, an unexpected exception one ``internal error`` line and 1.
+    problem (every one the schema or the checks found, in the file's order) and status
+    1, an unexpected exception one ``internal error`` line and 1.
     """
     return invoke(cli, argv, prog=PROG, failure=EXIT_INVALID)
 

@@ -20,7 +20,11 @@ def locate(file: str | None, line: int | None, address: str | None, message: str
 
 
 class PolicyError(Exception):
-    """The policy is invalid. ``str()`` is the one line shown to the user."""
+    """The policy is invalid. ``str()`` is the one line shown to the user.
+
+    ``more`` holds the other problems of the same file that were found with this one
+    (the schema reports every invalid value at once), each a PolicyError of its own.
+    """
 
     def __init__(
         self,
@@ -35,6 +39,13 @@ class PolicyError(Exception):
         self.file = file
         self.line = line
         self.address = address
+        self.more: list[PolicyError] = []
+
+    @property
+    def problems(self) -> list[PolicyError]:
+        """This problem and every other one found with it, in the file's order."""
+        everything = [self, *self.more]
+        return sorted(everything, key=lambda e: e.line or 0)
 
     def __str__(self) -> str:
         return locate(self.file, self.line, self.address, self.message)

@@ -612,9 +612,11 @@ def _schema_error(
     problem = _polish(address, e.problem, data)
     if not address and not isinstance(data, dict):
         problem = problem.replace("a policy (a mapping)", "a policy (a mapping with version: 1)")
-    return PolicyError(
+    error = PolicyError(
         problem, file=filename, line=_line_of(lines, address), address=address or None
     )
+    error.more = [_schema_error(other, data, lines, filename) for other in e.more]
+    return error
 
 
 # --- the entry point ----------------------------------------------------------------

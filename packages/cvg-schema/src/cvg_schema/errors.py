@@ -20,12 +20,14 @@ class SchemaError(ValueError):
     """A message is not valid. ``str(error)`` is one line: ``$.json.path: what is wrong``.
 
     ``path`` is the JSON path of the first problem (``$`` for the whole document) and
-    ``problem`` the text after it.
+    ``problem`` the text after it. ``more`` holds the other problems found in the same
+    validation, each a SchemaError of its own, in the order validation met them.
     """
 
     def __init__(self, path: str, problem: str) -> None:
         self.path = path
         self.problem = _one_line(problem)
+        self.more: list[SchemaError] = []
         super().__init__(f"{path}: {self.problem}")
 
 
@@ -190,7 +192,8 @@ def _problem(err: ErrorDetails) -> str:
 
 
 def format_validation_error(error: ValidationError, data: object) -> SchemaError:
-    """Turn a pydantic error into a SchemaError naming the first problem by JSON path.
+    """Turn a pydantic error into a SchemaError naming the first problem by JSON path,
+    with every other problem in its ``more``.
 
     ``data`` is the input that was validated; it is used to tell the real path apart
     from pydantic's union-branch tags.
@@ -205,6 +208,25 @@ def format_validation_error(error: ValidationError, data: object) -> SchemaError
         if err["type"].startswith("cvg_") and isinstance(at, list):
             parts.extend(p for p in at if isinstance(p, str | int))
         resolved.append((parts, err))
+    # One problem per spot: pydantic reports each branch of a union that failed, at
+    # the spot and beneath it, and those together are one problem. An error joins the
+    # first spot it lies on, beneath or above.
+    spots: list[tuple[list[str | int], list[tuple[list[str | int], ErrorDetails]]]] = []
+    for parts, err in resolved:
+        for root, members in spots:
+            n = min(len(root), len(parts))
+            if root[:n] == parts[:n]:
+                members.append((parts, err))
+                break
+        else:
+            spots.append((parts, [(parts, err)]))
+    first, *rest = (_one_problem(members) for _, members in spots)
+    first.more = rest
+    return first
+
+
+def _one_problem(resolved: list[tuple[list[str | int], ErrorDetails]]) -> SchemaError:
+    """The SchemaError for one spot's errors (see :func:`format_validation_error`)."""
     # The first error, unless a later one is deeper beneath the same spot: with a union
     # (`"all"` or a list of rights) the deeper error names the actual bad element.
     best_parts, best = resolved[0]
