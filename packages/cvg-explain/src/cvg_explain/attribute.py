@@ -17,29 +17,12 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from cvg_kernel.seccomp import DENY_REASONS
-from cvg_schema import Policy
 from cvg_schema.run import Connection, Denial
 
+from .change import Change, Context
 from .risk import RiskNote, risk_of
 
 __all__ = ["Change", "Context", "Finding", "attribute", "attribute_connection", "variable_form"]
-
-
-@dataclass(frozen=True)
-class Change:
-    """One edit to the policy: append ``value`` to the list ``section.field`` (add),
-    set ``section.field`` to ``value`` (set), or grant ``port`` on the host ``value`` in
-    ``network.hosts`` (host)."""
-
-    op: Literal["add", "set", "host"]
-    section: str
-    field: str
-    value: str | int | bool
-    port: int | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{self.section}.{self.field}"
 
 
 @dataclass(frozen=True)
@@ -48,15 +31,6 @@ class Finding:
     rule: str | None
     change: Change | None = None
     risk: RiskNote | None = None
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the attribution needs besides the denial: the policy and the variables."""
-
-    policy: Policy
-    variables: Mapping[str, str]  # CWD, HOME, SCRATCH, POLICY_DIR when known
-    home: str | None = None
 
 
 # Rights Landlock checks on the directory that holds the entry, not on the entry.

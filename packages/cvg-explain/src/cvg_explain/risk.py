@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from cvg_kernel.seccomp import DENY_REASONS
 from cvg_policy.secrets import secret_reason
 
-if TYPE_CHECKING:
-    from .attribute import Change, Context
+from .change import Change, Context
 
 __all__ = ["LEVELS", "SYSTEM_TREES", "RiskNote", "risk_of"]
 

@@ -72,7 +72,8 @@ def render_scalar(value: Value, as_json: bool = False) -> str:
                 return value
         except yaml.YAMLError:
             pass
-    return double_quoted(value)
+    quoted: str = double_quoted(value)  # cvg_policy ships no py.typed: say what it is
+    return quoted
 
 
 def _key(name: str, as_json: bool) -> str:
