@@ -20,7 +20,6 @@ user's process is not Landlock's.
 from __future__ import annotations
 
 import copy
-import errno as _errno
 import os
 import posixpath
 import stat
@@ -28,29 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
+
 from ..strace.events import RawEvent
 
 __all__ = ["RULE_OF_RIGHT", "Judge", "Verdict"]
-
-FS_RIGHTS: Final = (
-    "execute",
-    "write_file",
-    "read_file",
-    "read_dir",
-    "remove_dir",
-    "remove_file",
-    "make_char",
-    "make_dir",
-    "make_reg",
-    "make_sock",
-    "make_fifo",
-    "make_block",
-    "make_sym",
-    "refer",
-    "truncate",
-    "ioctl_dev",
-    "resolve_unix",
-)
 
 RULE_OF_RIGHT: Final[dict[str, str]] = {
     "read_file": "filesystem.read",
@@ -225,9 +206,9 @@ class Judge:
     ) -> None:
         landlock = plan.get("landlock") or {}
         self.landlock_on = bool(landlock) or "landlock" not in plan
-        self.handled_fs = _handled(landlock.get("handled_fs", "all"), FS_RIGHTS)
-        self.handled_net = _handled(landlock.get("handled_net", "all"), ("bind_tcp", "connect_tcp"))
-        self.scoped = _handled(landlock.get("scoped", "all"), ("abstract_unix_socket", "signal"))
+        self.handled_fs = _handled(landlock.get("handled_fs", "all"), tuple(FS_RIGHTS))
+        self.handled_net = _handled(landlock.get("handled_net", "all"), tuple(NET_RIGHTS))
+        self.scoped = _handled(landlock.get("scoped", "all"), tuple(SCOPES))
         # Rights the kernel could not enforce are not enforced: leave them out.
         for d in plan.get("degraded") or []:
             item = str(d.get("item", "")) if isinstance(d, dict) else ""
@@ -658,7 +639,3 @@ def _describe(event: RawEvent, flags: str) -> str:
     if op == "signal":
         return f"signal pid {event.target_pid}"
     return f"{name} {path}" if event.path else name
-
-
-def errno_name(value: int) -> str:
-    return _errno.errorcode.get(value, f"E{value}")
