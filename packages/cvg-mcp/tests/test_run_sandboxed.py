@@ -298,3 +298,20 @@ def test_large_stdin_read_or_ignored(rworld: World) -> None:
             assert a["status"] == 0
 
     anyio.run(body)
+
+
+def test_an_oversized_argv_is_refused_as_too_large(rworld: World) -> None:
+    w = rworld
+    w.policy()
+
+    async def body() -> None:
+        async with cvg_mcp(w) as s:
+            big = {"policy": "default", "argv": ["echo", "x" * (10 << 20)]}
+            text = refusal(await s.call_tool("run_sandboxed", big))
+            assert text.startswith("refused: argv: the request is too large"), text
+            assert "131072 bytes" in text and "helper is gone" not in text
+            # The server is unharmed: the same policy still runs.
+            a = answer(await s.call_tool("run_sandboxed", {"policy": "default", "argv": ["true"]}))
+            assert a["status"] == 0
+
+    anyio.run(body)

@@ -33,6 +33,11 @@ DEFAULT_MAX_OUTPUT: Final = 256 * 1024
 MAX_STDIN: Final = 16 << 20
 MAX_OBSERVATION: Final = 64 << 20
 MAX_REMEMBERED: Final = 4096
+# A run's argv goes to the sandbox helper in one SOCK_SEQPACKET datagram, which the
+# kernel caps at the socket's send buffer (net.core.wmem_default: 208 KiB by default),
+# and execve refuses any one argument over 128 KiB (MAX_ARG_STRLEN). Below both, so an
+# oversized request is refused by name before it reaches the helper.
+MAX_ARGV_BYTES: Final = 128 << 10
 RUN_ID: Final = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")
 # Each piece runs as its own command line, from the interpreter this server runs on.
 _CLI: Final = "import sys; from {mod} import main; sys.exit(main(sys.argv[1:]))"
@@ -495,6 +500,14 @@ def _argv(argv: Any) -> list[str]:
             raise Refused(f"argv[{i}]: contains a NUL byte")
     if not argv[0]:
         raise Refused("argv[0]: the command is empty")
+    # Measured as sent (JSON, escapes included), which is never less than the bytes
+    # execve would get.
+    size = len(json.dumps(list(argv)))
+    if size > MAX_ARGV_BYTES:
+        raise Refused(
+            f"argv: the request is too large: {size} bytes, over the limit of "
+            f"{MAX_ARGV_BYTES} bytes (128 KiB) for a command line; pass large data on stdin"
+        )
     return list(argv)
 
 
