@@ -170,7 +170,7 @@ def test_sandbox_as_an_unprivileged_user() -> None:
 
     from cvg_kernel.process import descendants  # imported before the drop
 
-    user = _unpriv_user()
+    user = cvg_testing.ensure_unpriv_user()
     # Found before the drop: the clone may sit where the user cannot look.
     pythonpath = cvg_testing.import_path_for(user) or ":".join(SOURCES)
     python = cvg_testing.unpriv_python(user)
@@ -219,19 +219,6 @@ def test_sandbox_as_an_unprivileged_user() -> None:
     assert had_runners
 
 
-def _unpriv_user():
-    import pwd
-
-    try:
-        return pwd.getpwnam("cvgtest")
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "cvgtest"],
-            check=True,
-        )
-        return pwd.getpwnam("cvgtest")
-
-
 def test_a_hosts_policy_is_refused_not_silently_offline(tmp_path: Path) -> None:
     """network.hosts is enforced by cvg-run's per-run proxy; the warm Sandbox starts
     none, so it says so instead of running the tool with no network at all."""
@@ -241,3 +228,28 @@ def test_a_hosts_policy_is_refused_not_silently_offline(tmp_path: Path) -> None:
     )
     with pytest.raises(SandboxError, match=r"network\.hosts needs the per-run proxy"):
         Sandbox(policy)
+
+
+def test_a_request_too_large_is_refused_with_the_limit(box: Sandbox) -> None:
+    from cvg_run.api import MAX_REQUEST
+
+    with pytest.raises(SandboxError, match=f"more than the {MAX_REQUEST}"):
+        box.run(["true", "x" * (10 * 1024 * 1024)])
+    # The sandbox still works afterwards.
+    assert box.run(["true"]).status == 0
+
+
+def test_start_hands_back_the_pipes_and_cancel_ends_the_run(box: Sandbox) -> None:
+    started = box.start(["sh", "-c", "echo up; exec sleep 30"])
+    os.close(started.stdin)
+    first = os.read(started.stdout, 16)
+    assert first == b"up\n"
+    t0 = time.monotonic()
+    started.cancel()
+    data = started.reply.recv(1 << 20)
+    started.reply.close()
+    for fd in (started.stdout, started.stderr):
+        os.close(fd)
+    rec = started.result(data)
+    assert time.monotonic() - t0 < 10
+    assert rec["exit"]["meaning"] in ("signaled", "limit") or rec["exit"]["status"] >= 128, rec

@@ -20,21 +20,18 @@ cvg-observe, cvg-generate).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from cvg_run import record as run_record
-from cvg_run.api import Sandbox, SandboxError, pump
+from cvg_run.api import Sandbox, Started, pump
 
 _MAX_REPLY = 1 << 20
 _CHUNK = 65536
@@ -95,98 +92,32 @@ class Run:
         self.timeout = timeout
         self.cwd = cwd
         self.cap = cap
-        self.run_id = run_record.new_run_id()
-        self.pipe_inode: int | None = None
+        self.run_id = ""  # the runner's, once started
+        self.started: Started | None = None
 
     async def go(self) -> Outcome:
         """Start the run and wait for its end. If the awaiting task is cancelled, the
         run is ended too (see :meth:`end`)."""
-        box = self.box
-        if box.closed:
-            raise SandboxError("the sandbox is closed")
-        planned = box._planned  # the helper protocol needs what Sandbox.run sends
-        request = {
-            "argv": self.argv,
-            "cwd": os.path.abspath(self.cwd) if self.cwd else box.cwd,
-            "timeout": self.timeout,
-            "run_id": self.run_id,
-            "policy_digest": planned.policy_digest,
-            "policy_path": planned.policy_path,
-            "allow_degraded": box._allow_degraded,
-        }
-        fds: list[int] = []
-        reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        started = self.box.start(self.argv, timeout=self.timeout, cwd=self.cwd, nonblocking=True)
+        self.started = started
+        self.run_id = started.run_id
+        out, err = Stream(), Stream()
         try:
-            in_r, in_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-            fds += (in_r, in_w)
-            out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-            fds += (out_r, out_w)
-            err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-            fds += (err_r, err_w)
-            self.pipe_inode = os.fstat(out_r).st_ino
-            # The tool's ends must block as pipes normally do.
-            for fd in (in_r, out_w, err_w):
-                os.set_blocking(fd, True)
+            started.reply.setblocking(False)
+            streams = {started.stdout: out, started.stderr: err}
             try:
-                with box._lock:
-                    socket.send_fds(
-                        box._ctl,
-                        [json.dumps(request).encode()],
-                        [in_r, out_w, err_w, theirs.fileno()],
-                    )
-            except OSError as e:
-                raise SandboxError(f"the sandbox helper is gone: {e}") from None
-            finally:
-                for fd in (in_r, out_w, err_w):
-                    os.close(fd)
-                    fds.remove(fd)
-                theirs.close()
-            out, err = Stream(), Stream()
-            reply.setblocking(False)
-            fds.remove(in_w)  # _exchange closes it, whatever happens
-            try:
-                data = await _exchange(in_w, self.stdin, {out_r: out, err_r: err}, reply, self.cap)
+                data = await _exchange(started.stdin, self.stdin, streams, started.reply, self.cap)
             except anyio.get_cancelled_exc_class():
                 self.end()
                 raise
         finally:
-            for fd in fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            reply.close()
-        if not data:
-            raise SandboxError("the sandbox helper ended the run without a result")
-        answer = json.loads(data)
-        if "record" not in answer:
-            raise SandboxError(str(answer.get("error", "no record")))
-        return Outcome(answer["record"], out, err)
+            started.reply.close()
+        return Outcome(started.result(data), out, err)
 
     def end(self) -> None:
-        """End the run early, from a thread of its own: the request may still be on
-        its way to a runner, so the runner is looked for until found (or 2 s)."""
-        threading.Thread(target=self._end, daemon=True).start()
-
-    def _end(self) -> None:
-        deadline = time.monotonic() + _END_SEARCH
-        while self._tell_runner() == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-    def _tell_runner(self) -> int:
-        """SIGTERM the helper's child that holds this run's pipe; return how many."""
-        inode = self.pipe_inode
-        if inode is None:
-            return 0
-        told = 0
-        for pid in _children_of(self.box._proc.pid):
-            if _holds_pipe(pid, inode):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                    told += 1
-                except ProcessLookupError:
-                    pass
-        return told
+        """End the run early (see cvg_run.api.Started.cancel)."""
+        if self.started is not None:
+            self.started.cancel(_END_SEARCH)
 
 
 async def _exchange(
@@ -253,38 +184,6 @@ async def _exchange(
         if writing:
             loop.remove_writer(in_w)
             os.close(in_w)
-
-
-def _children_of(ppid: int) -> list[int]:
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == ppid:
-            out.append(int(name))
-    return out
-
-
-def _holds_pipe(pid: int, inode: int) -> bool:
-    target = f"pipe:[{inode}]"
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def _drain(

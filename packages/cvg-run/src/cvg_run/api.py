@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +31,10 @@ from typing import Any
 from . import planning, record
 
 _MAX_REPLY = 1 << 20
+MAX_REQUEST = 128 * 1024
+"""The largest request one run may send its runner (argv, cwd and the rest, as JSON):
+it travels in one datagram of the helper's socket, which the socket's send buffer
+bounds (about 208 KiB by default): past that the kernel says only "Message too long"."""
 
 
 class SandboxError(RuntimeError):
@@ -189,6 +194,77 @@ class Sandbox:
     def closed(self) -> bool:
         return not self._finalizer.alive
 
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        nonblocking: bool = False,
+    ) -> Started:
+        """Hand ``argv`` to a prepared runner and return at once with its pipes.
+
+        The caller feeds :attr:`Started.stdin`, drains :attr:`Started.stdout` and
+        :attr:`Started.stderr` (``nonblocking`` makes this side's ends non-blocking, for
+        an event loop; the tool's ends block as pipes normally do), then reads the record
+        from :attr:`Started.reply` and passes it to :meth:`Started.result`. ``cancel()``
+        ends the run early. :meth:`run` is this plus a loop that keeps everything.
+        """
+        if isinstance(argv, str | bytes) or not argv:
+            raise ValueError("argv must be a non-empty list of strings")
+        if not all(isinstance(a, str) for a in argv) or not argv[0]:
+            raise ValueError("argv must be a non-empty list of strings")
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be positive")
+        if self.closed:
+            raise SandboxError("the sandbox is closed")
+        run_id = record.new_run_id()
+        request = json.dumps(
+            {
+                "argv": list(argv),
+                "cwd": os.path.abspath(cwd) if cwd else self.cwd,
+                "timeout": timeout,
+                "run_id": run_id,
+                "policy_digest": self._planned.policy_digest,
+                "policy_path": self._planned.policy_path,
+                "allow_degraded": self._allow_degraded,
+            }
+        ).encode()
+        if len(request) > MAX_REQUEST:
+            raise SandboxError(
+                f"the request is {len(request)} bytes (argv and cwd), more than the "
+                f"{MAX_REQUEST} a run may take"
+            )
+        mine: list[int] = []
+        theirs: list[int] = []
+        reply, their_reply = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            for _ in range(3):
+                r, w = os.pipe2(os.O_CLOEXEC)
+                mine.append(r)
+                theirs.append(w)
+            # stdin: this side writes (mine[0] is its read end, swapped below).
+            in_r, in_w = mine[0], theirs[0]
+            mine[0], theirs[0] = in_w, in_r
+            if nonblocking:
+                for fd in mine:
+                    os.set_blocking(fd, False)
+            try:
+                with self._lock:
+                    socket.send_fds(self._ctl, [request], [*theirs, their_reply.fileno()])
+            except OSError as e:
+                raise SandboxError(f"the sandbox helper is gone: {e}") from None
+        except BaseException:
+            for fd in mine:
+                os.close(fd)
+            reply.close()
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+            their_reply.close()
+        return Started(self, run_id, mine[0], mine[1], mine[2], reply)
+
     def run(
         self,
         argv: Sequence[str],
@@ -202,56 +278,99 @@ class Sandbox:
         when it runs out). Returns the status, the captured stdout and
         stderr, and the run's cvg.run record.
         """
-        if isinstance(argv, str | bytes) or not argv:
-            raise ValueError("argv must be a non-empty list of strings")
-        if not all(isinstance(a, str) for a in argv):
-            raise ValueError("argv must be a non-empty list of strings")
-        if timeout is not None and not timeout > 0:
-            raise ValueError("timeout must be positive")
-        if self.closed:
-            raise SandboxError("the sandbox is closed")
-        request = {
-            "argv": list(argv),
-            "cwd": os.path.abspath(cwd) if cwd else self.cwd,
-            "timeout": timeout,
-            "run_id": record.new_run_id(),
-            "policy_digest": self._planned.policy_digest,
-            "policy_path": self._planned.policy_path,
-            "allow_degraded": self._allow_degraded,
-        }
-        in_r, in_w = os.pipe2(os.O_CLOEXEC)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        started = self.start(argv, timeout=timeout, cwd=cwd)
         try:
-            try:
-                with self._lock:
-                    socket.send_fds(
-                        self._ctl,
-                        [json.dumps(request).encode()],
-                        [in_r, out_w, err_w, theirs.fileno()],
-                    )
-            except OSError as e:
-                raise SandboxError(f"the sandbox helper is gone: {e}") from None
-            finally:
-                for fd in (in_r, out_w, err_w):
-                    os.close(fd)
-                theirs.close()
-            stdout, stderr = _communicate(in_w, out_r, err_r, input)
-            in_w = out_r = err_r = -1
-            data = reply.recv(_MAX_REPLY)
+            stdout, stderr = _communicate(started.stdin, started.stdout, started.stderr, input)
+            data = started.reply.recv(_MAX_REPLY)
         finally:
-            for fd in (in_w, out_r, err_r):
-                if fd >= 0:
-                    os.close(fd)
-            reply.close()
+            started.reply.close()
+        rec = started.result(data)
+        return Result(int(rec["exit"]["status"]), stdout, stderr, rec)
+
+
+class Started:
+    """A run handed to a runner: this side's pipe ends, and the socket its record
+    comes back on (see :meth:`Sandbox.start`)."""
+
+    def __init__(
+        self, box: Sandbox, run_id: str, stdin: int, stdout: int, stderr: int, reply: socket.socket
+    ) -> None:
+        self.box = box
+        self.run_id = run_id
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.reply = reply
+        self._pipe_inode = os.fstat(stdout).st_ino
+
+    @staticmethod
+    def result(data: bytes) -> dict[str, Any]:
+        """The run's cvg.run record from the runner's reply; SandboxError if none."""
         if not data:
             raise SandboxError("the sandbox helper ended the run without a result")
         answer = json.loads(data)
         if "record" not in answer:
             raise SandboxError(str(answer.get("error", "no record")))
-        rec = answer["record"]
-        return Result(int(rec["exit"]["status"]), stdout, stderr, rec)
+        rec: dict[str, Any] = answer["record"]
+        return rec
+
+    def cancel(self, search: float = 2.0) -> None:
+        """End the run early, from a thread of its own: the request may still be on
+        its way to a runner, so the runner is looked for until found (or ``search``
+        seconds). The runner is the helper's child holding this run's stdout pipe;
+        SIGTERM is what it already obeys when its helper dies: it ends the tool's tree."""
+        threading.Thread(target=self._cancel, args=(search,), daemon=True).start()
+
+    def _cancel(self, search: float) -> None:
+        import time
+
+        deadline = time.monotonic() + search
+        while not self._signal_runner() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def _signal_runner(self) -> int:
+        told = 0
+        helper = self.box._proc
+        for pid in _children_of(helper.pid):
+            if _holds_pipe(pid, self._pipe_inode):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                    told += 1
+                except ProcessLookupError:
+                    pass
+        return told
+
+
+def _children_of(ppid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields start after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == ppid:
+            out.append(int(name))
+    return out
+
+
+def _holds_pipe(pid: int, inode: int) -> bool:
+    target = f"pipe:[{inode}]"
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _communicate(in_w: int, out_r: int, err_r: int, data: bytes | None) -> tuple[bytes, bytes]:
