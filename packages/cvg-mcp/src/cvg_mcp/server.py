@@ -206,10 +206,13 @@ async def serve_stdio(mcp: FastMCP) -> None:
     by non-blocking streams (see stdio.py)."""
     from mcp.server.stdio import stdio_server
 
-    from .stdio import LineReader, Writer, nonblocking
+    from .stdio import BadInput, LineReader, Writer, drop_bad_input, nonblocking
 
     low = mcp._mcp_server  # what FastMCP.run_stdio_async runs, minus the thread hops
     with nonblocking(0, 1):
         reader, writer = LineReader(0), Writer(1)
         async with stdio_server(reader, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await low.run(read_stream, write_stream, low.create_initialization_options())
+            sink, messages = anyio.create_memory_object_stream[Any](0)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drop_bad_input, read_stream, sink, BadInput())
+                await low.run(messages, write_stream, low.create_initialization_options())
