@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 from runhelp import CVG_RUN, Box, load_record, make_policy, only_record, run_cli
@@ -79,3 +81,21 @@ def test_console_script_wall_clock_and_record(box: Box) -> None:
     assert done.returncode == 124
     _, rec = load_record(target)
     assert rec.exit.meaning == "wall_clock"
+
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--no-such-option", "--", "true"], ["--cwd", "/no/such/dir", "--", "true"]],
+)
+def test_every_usage_error_is_a_documented_2(box: Box, argv: list[str]) -> None:
+    done = run_cli(argv, box=box)
+    assert done.returncode == 2 and len(done.stderr.decode().splitlines()) == 1, done.stderr
+    assert box.records() == []
+    help_text = run_cli(["--help"], box=box).stdout.decode()
+    statuses = help_text[help_text.index("exit status:") :]
+    assert re.search(r"^  2 +usage error", statuses, re.MULTILINE), statuses
+    row = next(x for x in README.read_text().splitlines() if x.startswith("| `cvg-run` | runs"))
+    assert "; 2 usage |" in row, row

@@ -53,7 +53,9 @@ exit status:
          the embedded default policy is never refused as degraded: it is the best
          this kernel offers, and the record lists anything it could not enforce;
   126    the tool could not be executed (including a missing execute grant);
-  127    the tool was not found.
+  127    the tool was not found;
+  2      usage error (a bad option, no command, a --cwd that is not a directory);
+         nothing was run.
 """
 
 
