@@ -98,16 +98,17 @@ def _compiler_key() -> str:
 
 def _default_secrets_key(cwd: str) -> str:
     """What the default policy's carve-outs depend on: the secrets beneath its reads can
-    only appear at the top of the working directory or in /etc, and adding one changes
-    its directory's mtime (cvg_policy.defaults)."""
+    only appear at the top of the working directory or in /etc (cvg_policy.defaults), so
+    the names there are the key. Names, not mtimes: editing a file in the workspace
+    changes its directory's mtime on some editors' every save, and must not cost a
+    compile per run."""
     parts = []
     for d in (cwd, "/etc", "/etc/ssh", "/etc/ssl"):
         try:
-            st = os.stat(d)
-            parts.append(f"{d}:{st.st_ino}:{st.st_mtime_ns}")
+            parts.append(f"{d}:{os.stat(d).st_ino}:" + "/".join(sorted(os.listdir(d))))
         except OSError:
             parts.append(f"{d}:-")
-    return "|".join(parts)
+    return "\0".join(parts)
 
 
 def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
