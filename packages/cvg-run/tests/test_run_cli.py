@@ -99,3 +99,19 @@ def test_every_usage_error_is_a_documented_2(box: Box, argv: list[str]) -> None:
     assert re.search(r"^  2 +usage error", statuses, re.MULTILINE), statuses
     row = next(x for x in README.read_text().splitlines() if x.startswith("| `cvg-run` | runs"))
     assert "; 2 usage |" in row, row
+
+
+def test_a_record_in_a_missing_directory_is_refused_before_the_run(box: Box) -> None:
+    missing = box.share / "no" / "such"
+    marker = box.share / "ran"
+    done = run_cli(
+        ["--record", str(missing / "r.json"), "--", "touch", str(marker)], box=box, cwd=box.cwd
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 2 and err.splitlines() == [
+        f"cvg-run: --record {missing / 'r.json'}: no such directory {missing}"
+    ], err
+    assert not (box.share / "no").exists()  # no directory made
+    assert not marker.exists()  # and the tool never ran
+    help_text = run_cli(["--help"], box=box).stdout.decode()
+    assert "a --record whose directory does not exist" in " ".join(help_text.split())

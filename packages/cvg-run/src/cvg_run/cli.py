@@ -54,8 +54,8 @@ exit status:
          this kernel offers, and the record lists anything it could not enforce;
   126    the tool could not be executed (including a missing execute grant);
   127    the tool was not found;
-  2      usage error (a bad option, no command, a --cwd that is not a directory);
-         nothing was run.
+  2      usage error (a bad option, no command, a --cwd that is not a directory,
+         a --record whose directory does not exist); nothing was run.
 """
 
 
@@ -213,6 +213,14 @@ def _run(args: Options, command: list[str]) -> int:
     if not os.path.isdir(cwd):
         _say(f"--cwd {args.cwd}: not a directory")
         return 2
+    if args.record:
+        # Refused before the run, as other tools refuse an output file they cannot
+        # write: creating a mistyped directory tree, or finding out only after the
+        # tool has run, would both be worse. The state directory is cvg-run's own.
+        parent = os.path.dirname(os.path.abspath(args.record))
+        if not os.path.isdir(parent):
+            _say(f"--record {args.record}: no such directory {parent}")
+            return 2
     home = os.path.expanduser("~")
     run_id = record.new_run_id()
     record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
