@@ -75,10 +75,16 @@ STEPS = [
     ),
     Step(
         "Learn, generate, validate: the README's pipeline, after activating the environment",
-        ". .venv/bin/activate && cvg-observe -- python3 tool.py | cvg-generate | cvg-validate"
-        ' > p.yaml; echo "exit $?"; grep -c . p.yaml',
+        ". .venv/bin/activate && cvg-observe -- python3 tool.py | tee obs.json | cvg-generate"
+        ' | cvg-validate > p.yaml; echo "exit $?"; grep -c . p.yaml',
         "The README says to activate `.venv` (made by the first `uv run`) or to prefix each "
         "tool with `uv run`.",
+    ),
+    Step(
+        "Does it hold for another input? The README's --verify line",
+        "uv run cvg-generate -q obs.json --verify -- python3 tool.py --other-input > /dev/null",
+        "The observation `tee` kept is generated from again and the policy tried on another "
+        "command line; the tool's output goes to stderr, the policy (on stdout) is dropped.",
     ),
     Step("Run the tool under the learned policy", "uv run cvg-run -p p.yaml -- python3 tool.py"),
     Step(

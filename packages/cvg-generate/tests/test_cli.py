@@ -261,3 +261,23 @@ def test_headroom_refuses_nan_inf_negative_and_huge(
     err = r.stderr.decode()
     assert r.returncode == 2 and r.stdout == b"", err
     assert len(err.splitlines()) == 1 and "--headroom" in err and "internal error" not in err
+
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def test_the_readme_learn_then_verify_lines_exactly_as_written(tmp_path: Path) -> None:
+    """The README's learn line must write what its --verify line reads."""
+    lines = README.read_text().splitlines()
+    learn = next(x for x in lines if x.startswith("cvg-observe -- python3 tool.py |"))
+    verify = next(x for x in lines if x.startswith("cvg-generate obs.json --verify"))
+    script = "\n".join(x.split("#")[0].strip() for x in (learn, verify)) + "\n"
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "tool.py").write_text("import json, sys\nprint(json.dumps(sys.argv))\n")
+    env = {"PATH": f"{wl.BIN}:{wl.PATH}", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    r = subprocess.run(["sh", "-ec", script], cwd=work, env=env, capture_output=True, timeout=180)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "verify: the policy holds" in err, err
+    Policy.model_validate_json(r.stdout)  # the --verify line's policy
