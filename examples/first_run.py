@@ -84,7 +84,9 @@ STEPS = [
         "Does it hold for another input? The README's --verify line",
         "uv run cvg-generate -q obs.json --verify -- python3 tool.py --other-input > /dev/null",
         "The observation `tee` kept is generated from again and the policy tried on another "
-        "command line; the tool's output goes to stderr, the policy (on stdout) is dropped.",
+        "command line (the policy, on stdout, is dropped). This tool takes `--other-input` "
+        "for a file name that does not exist: a missing file is the tool's own failure, not "
+        "a gap in the policy.",
     ),
     Step("Run the tool under the learned policy", "uv run cvg-run -p p.yaml -- python3 tool.py"),
     Step(
