@@ -1591,6 +1591,15 @@ def main(argv: list[str] | None = None) -> int:
         " machine, tools/kernel-run): native ABI only, no comparison with the committed"
         " results' proven counts (another kernel proves what it proves)",
     )
+    p.add_argument(
+        "--hard-timeout",
+        type=float,
+        default=HARD_TIMEOUT,
+        metavar="S",
+        help=f"end a run after S seconds (default {HARD_TIMEOUT:.0f}); a virtual machine under"
+        " software emulation needs more. With --cell a sandboxed run ended so is a runner"
+        " error, not contained",
+    )
     opts = p.parse_args(argv)
     if opts.cell and (opts.matrix or opts.abi or opts.merge):
         p.error("--cell runs the native ABI alone, into its own --out")
@@ -1631,7 +1640,8 @@ def main(argv: list[str] | None = None) -> int:
         os.setgid(unpriv.pw_gid)
         os.setuid(unpriv.pw_uid)
 
-    global PY
+    global PY, HARD_TIMEOUT
+    HARD_TIMEOUT = opts.hard_timeout  # before the pool forks its workers
     PY = probes.find_python(as_unpriv)
     print(f"interpreter: {PY}", flush=True)
     # Under /tmp whatever TMPDIR says (nox sets a deep one): UNIX socket paths must
@@ -1716,6 +1726,10 @@ def main(argv: list[str] | None = None) -> int:
         entry = per_attack[a["name"]]
         base = entry["baseline"][job["identity"]]
         res = results[i]
+        if opts.cell and res.get("timeout") and not res.get("fired"):
+            # Under emulation a slow run must not pass for a contained one.
+            why = f"ended at --hard-timeout {HARD_TIMEOUT:.0f} s"
+            res = results[i] = {**res, "error": True, "evidence": why}
         verdict, why = outcome(base, res, a, job["abi"])
         cell = f"{job['identity']}/abi{job['abi']}{'-sim' if job['abi_sim'] else ''}"
         if opts.cell:
