@@ -1562,6 +1562,7 @@ def native_abi() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global HARD_TIMEOUT  # --hard-timeout sets it, before the pool forks its workers
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -1640,8 +1641,8 @@ def main(argv: list[str] | None = None) -> int:
         os.setgid(unpriv.pw_gid)
         os.setuid(unpriv.pw_uid)
 
-    global PY, HARD_TIMEOUT
-    HARD_TIMEOUT = opts.hard_timeout  # before the pool forks its workers
+    global PY
+    HARD_TIMEOUT = opts.hard_timeout
     PY = probes.find_python(as_unpriv)
     print(f"interpreter: {PY}", flush=True)
     # Under /tmp whatever TMPDIR says (nox sets a deep one): UNIX socket paths must
