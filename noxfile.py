@@ -6,6 +6,7 @@ fresh clone with nothing but Python and uv passes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tomllib
@@ -239,3 +240,135 @@ def container(session: nox.Session) -> None:
     out = Path(session.create_tmp()).resolve() / "containers.json"
     session.run("python3", "tools/container-run", "--out", str(out), "--compare",
                 str(CONTAINER_RESULTS), external=True)  # fmt: skip
+
+
+# The real kernels `kernels` boots under qemu (tools/kernel-run), each with the
+# Landlock ABI it must report: Debian bookworm's 6.1 and bookworm-backports' 6.12.
+KERNELS = {"6.1": 2, "6.12": 6}
+KERNEL_PROGRAMS = {
+    "qemu-system-x86_64": "qemu-system-x86", "busybox": "busybox-static", "setpriv": "util-linux",
+}  # fmt: skip
+# The kernel-facing tests: what cvg-kernel asks of Landlock and seccomp, and how
+# cvg-run starts, refuses and ends a tool.
+KERNEL_TESTS = [
+    "packages/cvg-kernel/tests/test_landlock.py", "packages/cvg-kernel/tests/test_seccomp.py",
+    "packages/cvg-run/tests/test_run_exit.py", "packages/cvg-run/tests/test_run_confinement.py",
+]  # fmt: skip
+# The smoke subset of the escape matrix (the full one takes hours under TCG): ten
+# attacks, one per kind of wall, the ABI-dependent ones (truncate, TCP, signals,
+# abstract sockets) included.
+KERNEL_SMOKE_ATTACKS = [
+    "read_file_outside_grants", "create_file_outside_grants", "truncate_path_outside_grants",
+    "exec_ungranted_elf", "tcp6_connect_ungranted_port", "tgkill_sentinel",
+    "unix_abstract_connect_default_policy", "clone_with_newuser_flag",
+    "add_key_to_user_keyring", "memfd_exec_via_proc_self_fd",
+]  # fmt: skip
+# What a run the user accepted with --allow-degraded lets through below an ABI, as
+# cvg-run lists it: attacks through these walls escape on such a kernel, by design.
+KERNEL_DEGRADED = {"truncate_path_outside_grants": 3, "tcp6_connect_ungranted_port": 4}
+TCP_POLICY = """version: 1
+filesystem:
+  read: [/usr, /etc, /bin, /lib, /lib64]
+  execute: [/usr, /bin, /lib, /lib64]
+network:
+  tcp_connect: [443]
+"""
+
+
+def _in_kernel(session: nox.Session, series: str, *cmd: str, writable: tuple[str, ...] = (),
+               codes: tuple[int, ...] = (0,)) -> str:  # fmt: skip
+    """One command on the real kernel (tools/kernel-run), as root; returns its
+    output."""
+    args = [f"--writable={w}" for w in writable]
+    return session.run(
+        "python", "tools/kernel-run", "--kernel", series, *args, "--", *cmd,
+        external=True, silent=True, success_codes=list(codes),
+    ) or ""  # fmt: skip
+
+
+def _kernel_probe_and_refusal(session: nox.Session, series: str, abi: int, tmp: Path) -> None:
+    """cvg-probe proves the ABI the kernel must have and every filesystem right of it
+    (make_char with a real device); cvg-run refuses a TCP policy below ABI 4 unless
+    --allow-degraded."""
+    bindir = Path(session.bin)
+    (tmp / "tcp.yaml").write_text(TCP_POLICY)
+    script = (
+        f"{bindir}/cvg-probe --no-cache >{tmp}/probe.json; "
+        f"{bindir}/cvg-run -p {tmp}/tcp.yaml -- /bin/true 2>/dev/null; echo strict=$?; "
+        f"{bindir}/cvg-run --allow-degraded -p {tmp}/tcp.yaml -- /bin/true 2>/dev/null;"
+        " echo degraded=$?"
+    )
+    out = _in_kernel(session, series, "sh", "-c", script, writable=(str(tmp),))
+    facts = json.loads((tmp / "probe.json").read_text())
+    features = {f["name"]: f for f in facts["features"]}
+    wrong = [] if facts["landlock_abi"] == abi else [f"landlock_abi {facts['landlock_abi']}"]
+    for name, f in features.items():
+        if name.startswith("landlock.fs.") and f["proven"] != (f["abi"] <= abi):
+            wrong.append(f"{name} proven={f['proven']} ({f['error']})")
+    strict = 125 if abi < 4 else 0
+    if f"strict={strict}" not in out or "degraded=0" not in out:
+        wrong.append(f"cvg-run with a tcp_connect policy: {out.strip()[-300:]}")
+    proven = sorted(n for n, f in features.items() if f["proven"])
+    session.log(f"{series}: {facts['kernel']}, Landlock ABI {facts['landlock_abi']}, "
+                f"{len(proven)}/{len(features)} features proven")  # fmt: skip
+    if wrong:
+        session.error(f"{series}: " + "; ".join(wrong))
+
+
+def _kernel_escapes(session: nox.Session, series: str, abi: int, out: Path) -> list[str]:
+    """The escaped cells of a real-kernel escape run, but those KERNEL_DEGRADED
+    names for the kernel's ABI."""
+    data = json.loads((out / "results.json").read_text())
+    bad = []
+    for name, a in data["attacks"].items():
+        for cell, c in a["cells"].items():
+            if c["outcome"] == "escaped" and not abi < KERNEL_DEGRADED.get(name, 0):
+                bad.append(f"{cell} {name}: {c['evidence'][:200]}")
+            elif c["outcome"] == "escaped":
+                session.log(f"{cell} {name}: escaped through the degraded run (ABI {abi})")
+    return bad
+
+
+@nox.session(python="3.11")
+def kernels(session: nox.Session) -> None:
+    """Opt-in, not in the default list (about half an hour under qemu's software
+    emulation): cvg on real Debian kernels, 6.1 (Landlock ABI 2) and 6.12 (ABI 6),
+    booted by tools/kernel-run. On each: cvg-probe must report the kernel's ABI and
+    prove its filesystem rights; cvg-run must refuse a TCP policy below ABI 4 unless
+    --allow-degraded; the kernel-facing tests; the escape matrix's smoke subset as
+    root and unprivileged, written to escape/results/linux-X.Y/ (cells
+    IDENTITY/linux-X.Y), where only what a degraded run lets through below the
+    kernel's ABI may escape. `-- --full` runs every attack (hours); `-- 6.1` one
+    kernel. Installs qemu and busybox-static (apt, as root). Needs root. See
+    docs/kernels.md."""
+    _apt_install(session, KERNEL_PROGRAMS)
+    _sync(session, "--all-packages")
+    args = list(session.posargs)
+    full = "--full" in args
+    series_list = [s for s in args if s in KERNELS] or list(KERNELS)
+    py = str(Path(session.bin) / "python")
+    failed: list[str] = []
+    for series in series_list:
+        abi = KERNELS[series]
+        session.run("python", "tools/kernel-run", "--kernel", series, "--prepare", external=True)
+        tmp = Path(session.create_tmp()).resolve() / f"linux-{series}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        _kernel_probe_and_refusal(session, series, abi, tmp)
+        status = session.run(
+            "python", "tools/kernel-run", "--kernel", series, "--",
+            py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *KERNEL_TESTS,
+            external=True, success_codes=[0, 1],
+        )  # fmt: skip
+        if status is False or status == 1:
+            failed.append(f"{series}: kernel-facing tests failed (above)")
+        out = ROOT / "escape" / "results" / f"linux-{series}"
+        out.mkdir(parents=True, exist_ok=True)
+        only = [] if full else ["--only", ",".join(KERNEL_SMOKE_ATTACKS)]
+        session.run(
+            "python", "tools/kernel-run", "--kernel", series, f"--writable={out}", "--",
+            py, "escape/run.py", "--cell", f"linux-{series}", "--out", str(out), "--jobs", "2",
+            "--hard-timeout", "300", *only, external=True, success_codes=[0, 1],
+        )  # fmt: skip
+        failed += _kernel_escapes(session, series, abi, out)
+    if failed:
+        session.error("\n".join(failed))
