@@ -182,3 +182,22 @@ def test_the_check_sees_a_private_import() -> None:
     assert len(violations(planted, "cvg_policy")) == 2
     assert violations(planted, "cvg_kernel") == ["line 2: cvg_run.api (_pump)"]
     assert violations("from cvg_kernel import __version__\n", "cvg_run") == []
+
+
+def test_the_readme_draws_the_dependency_graph_as_declared() -> None:
+    """README's Layout table: each distribution's workspace dependencies, as declared."""
+    readme = (PACKAGES.parent / "README.md").read_text()
+    rows = {}
+    for line in readme.splitlines():
+        m = re.fullmatch(r"\| `(cvg-[a-z]+)` \| ([^|]*) \| [^|]* \|", line)
+        if m:
+            rows[m[1]] = set(re.findall(r"`(cvg-[a-z]+)`", m[2]))
+    for dist in DISTS:
+        if dist == "cvg-testing":
+            continue
+        declared = {
+            requirement_name(r)
+            for r in meta(dist)["project"].get("dependencies", [])
+            if requirement_name(r).startswith("cvg-")
+        }
+        assert rows.get(dist) == declared, f"README's Layout row for {dist}: {rows.get(dist)}"

@@ -23,12 +23,12 @@ import threading  # noqa: F401
 from pathlib import Path
 from typing import Any
 
+import cvg_trace.tool  # noqa: F401
 import pytest
 from runhelp import PY, Box, Ran, load_record, make_policy, procs_with, run_main, start, token
 
 import cvg_kernel.notify
 import cvg_kernel.seccomp  # noqa: F401
-import cvg_run.strace.tool
 import cvg_run.tracing.denials
 import cvg_run.tracing.judge
 import cvg_run.tracing.launch

@@ -4,9 +4,9 @@
 
 The pieces, usable on their own:
 
-- :mod:`cvg_run.strace.parse`: strace's text output to records (``TraceParser``), joining
+- :mod:`cvg_trace.parse`: strace's text output to records (``TraceParser``), joining
   ``<unfinished ...>``/``resumed`` halves, decoding ``-yy`` descriptors and escapes;
-- :mod:`cvg_run.strace.events`: records to events (``Tracker``), following each process's
+- :mod:`cvg_trace.events`: records to events (``Tracker``), following each process's
   working directory through chdir, fchdir and fork;
 - :mod:`cvg_observe.elf`: the ``#!`` chain and PT_INTERP of an executable;
 - :mod:`cvg_observe.learning`: the learning sandbox's policy and the ``Judge`` that

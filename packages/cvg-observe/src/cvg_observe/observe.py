@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, Final
 
 import orjson
+from cvg_trace import tool as _tool
+from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
+from cvg_trace.parse import TraceParser
+from cvg_trace.tool import strace_version
 from pydantic import ValidationError
 
-from cvg_run.strace import tool as _tool
-from cvg_run.strace.events import OTHER_SYSCALLS, RawEvent, Tracker
-from cvg_run.strace.parse import TraceParser
-from cvg_run.strace.tool import strace_version
 from cvg_schema import Event, Executable, Observation
 
 from .elf import executable_chain

@@ -226,7 +226,8 @@ def _run(args: Options, command: list[str]) -> int:
     record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
     denials: list[dict[str, object]] = []
     if args.trace:
-        from .strace.tool import StraceNotFound, find_strace
+        from cvg_trace.tool import StraceNotFound, find_strace
+
         from .tracing.tracer import TraceUnavailable, trace_mode
 
         try:

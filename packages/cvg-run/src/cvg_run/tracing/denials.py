@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..strace.events import RawEvent, Tracker
-from ..strace.parse import Record, TraceParser, parse_fd, string_arg
+from cvg_trace.events import RawEvent, Tracker
+from cvg_trace.parse import Record, TraceParser, parse_fd, string_arg
+
 from .judge import Judge, Verdict
 
 __all__ = ["MAX_DENIALS", "MAX_LINES", "DenialLog"]

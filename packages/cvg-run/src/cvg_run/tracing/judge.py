@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
+from cvg_trace.events import RawEvent
 
-from ..strace.events import RawEvent
+from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
 
 __all__ = ["RULE_OF_RIGHT", "Judge", "Verdict"]
 

@@ -43,7 +43,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ..strace.tool import StraceNotFound, find_strace
+from cvg_trace.tool import StraceNotFound, find_strace
+
 from .launch import BOOT
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Reading strace's output: shared by ``cvg-run --trace`` and ``cvg-observe``.
+"""cvg-trace: reading strace's output, shared by ``cvg-run --trace`` and ``cvg-observe``.
 
 - :mod:`.parse`: strace's text output to records (``TraceParser``), joining
   ``<unfinished ...>``/``resumed`` halves, decoding ``-yy`` descriptors and escapes;
@@ -6,5 +6,6 @@
   directory through chdir, fchdir and fork;
 - :mod:`.tool`: finding strace and its version.
 
-Standard library only, so a production host that installs ``cvg-run`` gets it for free.
+Standard library and cvg-kernel only: the enforcing side and the learning side both
+depend on it, and neither on the other.
 """
