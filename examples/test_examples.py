@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import cvg_testing
+from cvg_testing import TextServer
 
 HERE = Path(__file__).resolve().parent
 POLICIES = HERE / "policies"
@@ -311,34 +312,20 @@ def test_tool_runs_and_outside_is_refused(example: Example, place: Place) -> Non
 # --- the web fetcher: network.hosts through cvg-run's proxy, loopback only ------------
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    seen: list[str] = []
-
-    def do_GET(self) -> None:
-        self.seen.append(self.path)
-        body = f"hello {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def web() -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def hello(request: http.server.BaseHTTPRequestHandler) -> str:
+        seen.append(request.path)
+        return f"hello {request.path}"
+
     try:
-        srv = http.server.ThreadingHTTPServer((WEB_ADDR, WEB_PORT), _Hello)
+        server = TextServer((WEB_ADDR, WEB_PORT), hello)
     except OSError as e:
         pytest.skip(f"cannot listen on {WEB_ADDR}:{WEB_PORT}: {e}")
-    _Hello.seen = []
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield _Hello.seen
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with server:
+        yield seen
 
 
 def test_web_fetcher_reaches_only_its_host(place: Place, web: list[str]) -> None:

@@ -30,24 +30,11 @@ import yaml
 import cvg_testing
 from cvg_run.planning import default_policy_bytes
 
-UNPRIV_USER = "cvgtest"
 PY = "/usr/bin/python3"
 BIN = Path(sys.executable).parent
 SITE = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
 _LAUNCH = "import site, sys; site.addsitedir({site!r}); from {module} import run; run()"
 _MODULES = {"cvg-run": "cvg_run.cli", "cvg-explain": "cvg_explain.cli"}
-
-
-def ensure_unpriv_user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             UNPRIV_USER],
-            check=True,
-        )  # fmt: skip
-        return pwd.getpwnam(UNPRIV_USER)
 
 
 @dataclass(frozen=True)

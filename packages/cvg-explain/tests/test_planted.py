@@ -32,7 +32,6 @@ from planted import (
     cvg_explain,
     cvg_run,
     default_policy,
-    ensure_unpriv_user,
     load_record,
     patched,
     run,
@@ -42,6 +41,7 @@ from planted import (
 
 from cvg_kernel.landlock import effective_abi
 from cvg_policy.load import load_policy
+from cvg_testing import ensure_unpriv_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="planted denials run as root and cvgtest")
 

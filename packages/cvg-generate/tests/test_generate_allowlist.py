@@ -30,6 +30,7 @@ from cvg_generate.generate import Source, generate
 from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
 from cvg_schema import Observation
+from cvg_testing import ensure_unpriv_user
 
 ARCH = machine()
 PY = "/usr/bin/python3.11"
@@ -234,7 +235,7 @@ def _check(root: Path, identity: str) -> None:
         bare_m = wl.run(place, w, asks, [])
         boxed_m = wl.run(place, w, asks, traced)
     else:
-        user = wl.unpriv_user()
+        user = ensure_unpriv_user()
         bare, boxed = (
             wl.run_as(user, place, w, plain, None),
             wl.run_as(user, place, w, plain, policy),

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import workloads as wl
 
+from cvg_testing import ensure_unpriv_user
+
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-7f3a"
 TOOL = """\
 import os
@@ -74,7 +76,7 @@ def _check(tmp_path: Path, identity: str) -> None:
     if identity == "root":
         boxed = wl.run(place, w, inp, wl.sandboxed(policy))
     else:
-        user = wl.unpriv_user()
+        user = ensure_unpriv_user()
         bare = wl.run_as(user, place, w, inp, None)
         assert KEY in bare.stdout and "canary-env" in bare.stdout  # readable as that user
         boxed = wl.run_as(user, place, w, inp, policy)

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import workloads as wl
 
+from cvg_testing import ensure_unpriv_user
+
 BY_NAME = {w.name: w for w in wl.WORKLOADS}
 _LEARNED: dict[str, tuple[wl.Place, Path]] = {}
 
@@ -122,7 +124,7 @@ def test_policy_holds_for_an_unprivileged_user(name: str, base: Path) -> None:
     # Learned as root; run by cvgtest, bare and under the policy (the first input).
     if os.geteuid() != 0:
         pytest.skip("needs root to create and become the unprivileged user")
-    user = wl.unpriv_user()
+    user = ensure_unpriv_user()
     w = BY_NAME[name]
     place, policy = _learned(name, base)
     with wl.with_server(w):

@@ -8,7 +8,6 @@ run it: the real executables, in a working directory of its own, with a fake $HO
 from __future__ import annotations
 
 import contextlib
-import http.server
 import os
 import pwd
 import shutil
@@ -21,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+from cvg_testing import TextServer
 
 BIN: Final = Path(sys.executable).parent
 TOOLS: Final = {"git": "git", "tar": "tar", "sqlite3": "sqlite3", "gcc": "gcc", "make": "make"}
@@ -66,30 +67,11 @@ PORT_CLIENT: Final = free_port()
 PORT_SERVER: Final = free_port()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = f"served {self.path}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def loopback_server(port: int) -> Iterator[None]:
     """A HTTP server outside any sandbox, for the client workload."""
-    http.server.ThreadingHTTPServer.allow_reuse_address = True
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
+    with TextServer(("127.0.0.1", port), lambda request: f"served {request.path}\n"):
         yield
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def query_from_outside(port: int) -> Callable[[], str]:
@@ -365,22 +347,6 @@ def run(
         timeout=120,
     )
     return Outcome(proc.returncode, proc.stdout, wait() if wait else "", proc.stderr)
-
-
-UNPRIV_USER: Final = "cvgtest"
-
-
-def unpriv_user() -> pwd.struct_passwd:
-    """The unprivileged test user, created once (as cvg-run's tests create it)."""
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             UNPRIV_USER],
-            check=True,
-        )  # fmt: skip
-        return pwd.getpwnam(UNPRIV_USER)
 
 
 def give_to(place: Place, user: pwd.struct_passwd) -> None:

@@ -2,16 +2,13 @@ from __future__ import annotations
 
 import os
 import pwd
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from forkrun import ensure_unpriv_user
+from cvg_testing import ensure_unpriv_user
 
 
 def _identities() -> list[str]:

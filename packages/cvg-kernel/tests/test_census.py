@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from forkrun import in_child
 
 from cvg_kernel import census, seccomp
 from cvg_kernel.census import CENSUS, CLASSES, classify
 from cvg_kernel.syscall_table import TABLES
+from cvg_testing import in_child
 
 ROOT = Path(__file__).resolve().parents[3]
 ATTACKS_DIR = ROOT / "escape" / "attacks"

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from forkrun import spawn
 
 from cvg_kernel.cli import main
+from cvg_testing import spawn
 
 SYSTEM = [{"path": "/usr", "access": ["read_file", "read_dir", "execute"]},
           {"path": "/etc/ld.so.cache", "access": ["read_file"]}]  # fmt: skip

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from forkrun import drop_to
 from test_notify import ARCH, plan_with, run_tool
 
 from cvg_kernel.notify import Serving, receive_listener
+from cvg_testing import drop_to
 
 SUPERVISED = plan_with(supervise=["listen", "signal"])
 # No Landlock port rules: any port binds, so the bound-socket listen is the guard's alone.

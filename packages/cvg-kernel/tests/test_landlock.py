@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from forkrun import attempt, ensure_unpriv_user, errname, in_child
 
 import cvg_testing
 from cvg_kernel import landlock as ll
 from cvg_kernel.landlock import Dropped, LandlockError, LandlockUnavailable, Ruleset
 from cvg_kernel.libc import prctl
+from cvg_testing import attempt, ensure_unpriv_user, errname, in_child
 
 PR_SET_NO_NEW_PRIVS = 38
 KERNEL_ABI = ll.kernel_abi()

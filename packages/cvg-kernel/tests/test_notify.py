@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from forkrun import drop_to, spawn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +45,7 @@ from cvg_kernel.seccomp import (
     _SockFprog,
     compile_spec,
 )
+from cvg_testing import attempt_name, drop_to, spawn
 
 ARCH = libc.machine()
 NR = syscall_table.TABLES[ARCH]
@@ -75,15 +75,6 @@ def plan_with(**seccomp: Any) -> dict[str, Any]:
 def sc(name: str, *args: int) -> int:
     """Raw syscall by name, every argument a full 64-bit register."""
     return libc.syscall(NR[name], *(ctypes.c_long(a) for a in args))
-
-
-def attempt(fn: Callable[[], object]) -> str:
-    """ "OK", or the errno name of the OSError ``fn`` raised."""
-    try:
-        fn()
-    except OSError as e:
-        return errno.errorcode.get(e.errno or 0, str(e.errno))
-    return "OK"
 
 
 # ------------------------------------------------------------------------ the harness
@@ -253,7 +244,7 @@ def tracer_of(pid: int) -> int:
 
 def test_unshare_newuser(identity: pwd.struct_passwd | None) -> None:
     bare, plain, notified = three_ways(
-        lambda: attempt(lambda: sc("unshare", CLONE_NEWUSER)), identity, oracle=other_user_ns
+        lambda: attempt_name(lambda: sc("unshare", CLONE_NEWUSER)), identity, oracle=other_user_ns
     )
     assert (bare.value, bare.seen) == ("OK", True)  # the attack works here
     assert (plain.value, plain.seen) == ("EPERM", False)
@@ -265,7 +256,7 @@ def test_unshare_newuser(identity: pwd.struct_passwd | None) -> None:
 def test_configured_errno_is_the_answer(identity: pwd.struct_passwd | None) -> None:
     plan = plan_with(deny_errno="EACCES")
     bare, plain, notified = three_ways(
-        lambda: attempt(lambda: sc("unshare", CLONE_NEWUSER)),
+        lambda: attempt_name(lambda: sc("unshare", CLONE_NEWUSER)),
         identity,
         plan=plan,
         oracle=other_user_ns,
@@ -279,7 +270,7 @@ def test_configured_errno_is_the_answer(identity: pwd.struct_passwd | None) -> N
 def test_udp_socket(identity: pwd.struct_passwd | None) -> None:
     plan = plan_with(sockets=[{"family": "unix"}, {"family": "inet", "types": ["stream"]}])
     bare, plain, notified = three_ways(
-        lambda: attempt(lambda: sc("socket", AF_INET, SOCK_DGRAM | (1 << 32), 0)),
+        lambda: attempt_name(lambda: sc("socket", AF_INET, SOCK_DGRAM | (1 << 32), 0)),
         identity,
         plan=plan,
         oracle=sockets_of,
@@ -295,7 +286,7 @@ def test_udp_socket(identity: pwd.struct_passwd | None) -> None:
 def test_socket_family_gets_eafnosupport(identity: pwd.struct_passwd | None) -> None:
     plan = plan_with(sockets=[{"family": "unix"}])
     bare, plain, notified = three_ways(
-        lambda: attempt(lambda: sc("socket", AF_INET, SOCK_DGRAM, 0)),
+        lambda: attempt_name(lambda: sc("socket", AF_INET, SOCK_DGRAM, 0)),
         identity,
         plan=plan,
         oracle=sockets_of,
@@ -308,7 +299,7 @@ def test_socket_family_gets_eafnosupport(identity: pwd.struct_passwd | None) -> 
 
 def test_personality(identity: pwd.struct_passwd | None) -> None:
     bare, plain, notified = three_ways(
-        lambda: attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
+        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
         identity,
         oracle=personality_of,
     )
@@ -339,7 +330,7 @@ def sentinel(identity: pwd.struct_passwd | None) -> Any:
 
 def test_ptrace_attach(identity: pwd.struct_passwd | None, sentinel: int) -> None:
     def attack() -> str:
-        return attempt(lambda: sc("ptrace", PTRACE_ATTACH, sentinel, 0, 0))
+        return attempt_name(lambda: sc("ptrace", PTRACE_ATTACH, sentinel, 0, 0))
 
     bare, plain, notified = three_ways(attack, identity, oracle=lambda _: tracer_of(sentinel))
     assert (bare.value, bare.seen) == ("OK", bare.pid)
@@ -356,7 +347,7 @@ def test_forked_children_are_covered(identity: pwd.struct_passwd | None) -> None
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.write(w, attempt(lambda: sc("unshare", CLONE_NEWUSER)).encode())
+            os.write(w, attempt_name(lambda: sc("unshare", CLONE_NEWUSER)).encode())
             os._exit(0)
         os.close(w)
         got = os.read(r, 100).decode()
@@ -383,7 +374,7 @@ def test_listener_closed_before_the_call(identity: pwd.struct_passwd | None) -> 
         os.close(sock_fd)
 
     run = run_tool(
-        lambda: attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
+        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
         identity,
         "notify",
         oracle=personality_of,
@@ -411,7 +402,7 @@ def _own_listener_then_continue() -> list[str]:
             ctypes.byref(fprog),
         )
     except OSError as e:
-        return [errno.errorcode[e.errno or 0], attempt(lambda: sc("personality", 0x0040000))]
+        return [errno.errorcode[e.errno or 0], attempt_name(lambda: sc("personality", 0x0040000))]
 
     def answer_continue() -> None:
         req, resp = notify.SeccompNotif(), notify.SeccompNotifResp()
@@ -421,7 +412,7 @@ def _own_listener_then_continue() -> list[str]:
 
     t = threading.Thread(target=answer_continue)
     t.start()
-    result = attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE))
+    result = attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE))
     t.join()
     return ["OK", result]
 
@@ -460,7 +451,7 @@ def _own_notify_filter_without_listener() -> str:
         ctypes.c_ulong(0),
         ctypes.byref(fprog),
     )
-    return attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE))
+    return attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE))
 
 
 def test_a_tool_can_hide_a_denial_but_not_run_it(identity: pwd.struct_passwd | None) -> None:
@@ -507,7 +498,7 @@ def test_pending_call_fails_when_the_supervisor_dies(identity: pwd.struct_passwd
         state["thread"].start()
 
     run = run_tool(
-        lambda: attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
+        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
         identity,
         "notify",
         oracle=personality_of,
@@ -532,7 +523,7 @@ def test_a_failing_report_closes_the_listener() -> None:
         state["serving"] = Serving(listener, Filter.build().errno_program, ARCH, boom)
 
     run = run_tool(
-        lambda: [attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE)) for _ in range(2)],
+        lambda: [attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)) for _ in range(2)],
         None,
         "notify",
         oracle=personality_of,
@@ -548,7 +539,7 @@ def test_ten_thousand_denials(identity: pwd.struct_passwd | None) -> None:
 
     def flood() -> list[Any]:
         t0 = time.perf_counter()
-        results = {attempt(lambda: sc("personality", PERSONALITY_QUERY)) for _ in range(n)}
+        results = {attempt_name(lambda: sc("personality", PERSONALITY_QUERY)) for _ in range(n)}
         return [sorted(results), time.perf_counter() - t0]
 
     plain = run_tool(flood, identity, "plain")
@@ -577,7 +568,7 @@ def test_stop_ends_the_loop_under_a_flood_and_later_calls_fail() -> None:
             prepared.apply()
             seen: set[str] = set()
             for _ in range(2_000_000):
-                got = attempt(lambda: sc("personality", ADDR_NO_RANDOMIZE))
+                got = attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE))
                 if got not in seen:
                     seen.add(got)
                     os.write(w, got.encode() + b"\n")

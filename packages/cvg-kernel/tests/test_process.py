@@ -9,9 +9,9 @@ import signal
 import time
 
 import pytest
-from forkrun import in_child
 
 from cvg_kernel import process
+from cvg_testing import in_child
 
 
 def test_prepare_rlimits_forms() -> None:

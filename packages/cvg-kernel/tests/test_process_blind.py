@@ -14,9 +14,8 @@ import resource
 import signal
 import time
 
-from forkrun import in_child
-
 from cvg_kernel import process
+from cvg_testing import in_child
 
 Identity = pwd.struct_passwd | None
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from forkrun import Child, attempt, in_child
 from system_calls import syscalls
 
 from cvg_kernel import libc, syscall_table
@@ -38,6 +37,7 @@ from cvg_kernel.seccomp import (
     build_program,
     compile_spec,
 )
+from cvg_testing import Child, attempt, in_child
 
 ARCH = libc.machine()
 NR = syscall_table.TABLES[ARCH]

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from forkrun import attempt, in_child
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_bpf import AUDIT, DEFAULT_SPEC, KILL_PROCESS, err, nrs, reference, specs, u64_args
@@ -24,6 +23,7 @@ from cvg_kernel.bpf import evaluate, validate
 from cvg_kernel.plan import PlanError, prepare
 from cvg_kernel.seccomp import Filter, SeccompError, build_program
 from cvg_kernel.syscall_table import TABLES
+from cvg_testing import attempt, in_child
 
 
 def allow_reference(

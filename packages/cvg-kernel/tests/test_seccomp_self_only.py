@@ -18,10 +18,9 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from forkrun import attempt, drop_to, in_child
-
 from cvg_kernel import libc, syscall_table
 from cvg_kernel.seccomp import Filter
+from cvg_testing import attempt, drop_to, in_child
 
 NR = syscall_table.TABLES[libc.machine()]
 PR_SET_NO_NEW_PRIVS = 38

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import cvg_testing
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import mcphelp
@@ -23,7 +25,7 @@ def _identities() -> list[str]:
 @pytest.fixture(params=_identities())
 def world(request: pytest.FixtureRequest) -> Iterator[mcphelp.World]:
     """A world whose server runs as root, then as the unprivileged user."""
-    user = mcphelp.ensure_unpriv_user() if request.param == "unpriv" else None
+    user = cvg_testing.ensure_unpriv_user() if request.param == "unpriv" else None
     w = mcphelp.make_world(user)
     try:
         yield w

@@ -19,7 +19,6 @@ import os
 import pwd
 import shutil
 import signal
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -38,27 +37,14 @@ from mcp.types import CallToolResult
 import cvg_testing
 from cvg_run.planning import default_policy_bytes
 
-UNPRIV_USER = "cvgtest"
 WORKSPACE = Path(__file__).resolve().parents[3]
 SITE = sysconfig.get_paths()["purelib"]
 SERVER_CODE = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
 CVG_RUN_CODE = "import sys; from cvg_run.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-def ensure_unpriv_user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             UNPRIV_USER],
-            check=True,
-        )  # fmt: skip
-        return pwd.getpwnam(UNPRIV_USER)
-
-
 def _anyone() -> pwd.struct_passwd:
-    return ensure_unpriv_user() if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
+    return cvg_testing.ensure_unpriv_user() if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
 
 
 def system_python() -> str:

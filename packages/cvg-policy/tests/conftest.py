@@ -3,22 +3,17 @@
 Enforcement is proven on the real kernel in a forked child (confinement can never be
 undone, so never in the test process). The pytest python lives under /root (mode
 0700): a child that drops to the unprivileged user must already have imported
-everything it needs, so the child only makes syscalls. This is a minimal copy of
-cvg-kernel's tests/forkrun.py; test modules get it through the ``forkrun`` fixture.
+everything it needs, so the child only makes syscalls. The fork helpers come from
+cvg_testing; test modules get them through the ``forkrun`` fixture.
 """
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import pwd
 import shutil
-import subprocess
 import tempfile
-import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,81 +23,7 @@ import pytest
 
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
 from cvg_schema import Facts, Policy, load_policy_dict
-
-UNPRIV_USER = "cvgtest"
-
-
-@dataclass
-class Child:
-    status: int  # waitpid status
-    value: Any  # what the function returned (JSON round-tripped)
-    error: str | None  # traceback text if the function raised
-
-    @property
-    def exitcode(self) -> int | None:
-        return os.waitstatus_to_exitcode(self.status) if os.WIFEXITED(self.status) else None
-
-
-def ensure_unpriv_user() -> pwd.struct_passwd:
-    """Create the unprivileged test user once (requires root)."""
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                UNPRIV_USER,
-            ],
-            check=True,
-        )
-        return pwd.getpwnam(UNPRIV_USER)
-
-
-def drop_to(user: pwd.struct_passwd) -> None:
-    os.setgroups([])
-    os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-    os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
-
-
-def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None) -> Child:
-    """Fork; in the child drop to ``user`` (if given), call ``fn`` and report its value."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never return into pytest
-        code = 0
-        try:
-            os.close(r)
-            if user is not None:
-                drop_to(user)
-            payload = {"value": fn()}
-        except BaseException:
-            payload = {"error": traceback.format_exc()}
-            code = 70
-        try:
-            data = json.dumps(payload).encode()
-            while data:
-                data = data[os.write(w, data) :]
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        raw = f.read()
-    _, status = os.waitpid(pid, 0)
-    payload = json.loads(raw) if raw else {}
-    return Child(status=status, value=payload.get("value"), error=payload.get("error"))
-
-
-def attempt(fn: Callable[[], object]) -> str:
-    """``"OK"`` if ``fn`` succeeded, else the errno name of the OSError it raised."""
-    try:
-        fn()
-    except OSError as e:
-        return errno.errorcode.get(e.errno or 0, str(e.errno))
-    return "OK"
+from cvg_testing import attempt_name, ensure_unpriv_user, in_child
 
 
 def read_file(path: str) -> Callable[[], bytes]:
@@ -119,7 +40,7 @@ def read_file(path: str) -> Callable[[], bytes]:
 @pytest.fixture
 def forkrun() -> SimpleNamespace:
     """The fork helpers: ``in_child``, ``attempt``, ``read_file``."""
-    return SimpleNamespace(in_child=in_child, attempt=attempt, read_file=read_file)
+    return SimpleNamespace(in_child=in_child, attempt=attempt_name, read_file=read_file)
 
 
 def _identities() -> list[str]:

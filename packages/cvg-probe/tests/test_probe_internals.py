@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_forkhelp import in_child
 
 from cvg_kernel import landlock
 from cvg_probe import probes
 from cvg_probe._fork import Outcome
-from cvg_testing import needs_abi, require_abi
+from cvg_testing import in_child, needs_abi, require_abi
 
 
 def _make_reg(path: str) -> None:

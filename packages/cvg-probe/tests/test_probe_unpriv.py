@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from probe_expect import assert_feature
-from probe_forkhelp import ensure_unpriv_user, in_child
 
 from cvg_probe import FEATURES, run_probes
 from cvg_schema import Facts, dumps, loads_as
+from cvg_testing import ensure_unpriv_user, in_child
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
 

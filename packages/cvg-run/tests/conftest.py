@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import cvg_testing
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 if os.geteuid() == 0:
     # Children drop to the unprivileged user and then import (the traced launcher
     # re-imports cvg_run and cvg_kernel from where this process found them): from a
     # clone that user cannot enter, every cvg module must come from a staged copy.
-    import cvg_testing
-
     _staged = cvg_testing.import_path_for(cvg_testing.ensure_unpriv_user())
     if _staged is not None:
         sys.path.insert(0, _staged)
@@ -48,7 +48,7 @@ def identity(request: pytest.FixtureRequest) -> pwd.struct_passwd | None:
     """Each test as root and as an unprivileged user: the user to drop to in the
     child, or None to stay as we are."""
     if request.param == "unpriv":
-        return runhelp.ensure_unpriv_user()
+        return cvg_testing.ensure_unpriv_user()
     return None
 
 

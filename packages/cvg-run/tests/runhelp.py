@@ -50,8 +50,8 @@ from cvg_run import cli, planning, record, supervisor
 from cvg_run.cli import main
 from cvg_schema import RunRecord
 from cvg_schema.io import loads_as
+from cvg_testing import drop_to
 
-UNPRIV_USER = "cvgtest"
 CVG_RUN = Path(sys.executable).parent / "cvg-run"
 ABI_ENV = "CVG_LANDLOCK_ABI_MAX"
 PY = "/usr/bin/python3"  # the tool's python: readable by every user, unlike pytest's
@@ -60,27 +60,8 @@ PY = "/usr/bin/python3"  # the tool's python: readable by every user, unlike pyt
 # --- identities ---------------------------------------------------------------------
 
 
-def ensure_unpriv_user() -> pwd.struct_passwd:
-    """Create the unprivileged test user once (requires root)."""
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             UNPRIV_USER],
-            check=True,
-        )  # fmt: skip
-        return pwd.getpwnam(UNPRIV_USER)
-
-
 def uid_of(user: pwd.struct_passwd | None) -> int:
     return os.geteuid() if user is None else user.pw_uid
-
-
-def drop_to(user: pwd.struct_passwd) -> None:
-    os.setgroups([])
-    os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-    os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
 
 
 # --- a per-test world-writable box ---------------------------------------------------

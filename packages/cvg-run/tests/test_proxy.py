@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from cvg_run.proxy import BUFFER, Allowlist, Proxy, hosts_file_resolver, normalize_host
+from cvg_testing import TextServer
 
 # --- servers the proxy relays to ---------------------------------------------------------
 
@@ -49,28 +50,15 @@ def echo() -> Iterator[tuple[str, int]]:
         srv.server_close()
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = f"hello {self.path} host={self.headers.get('Host')}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _hello(request: http.server.BaseHTTPRequestHandler) -> str:
+    return f"hello {request.path} host={request.headers.get('Host')}"
 
 
 @pytest.fixture
 def web() -> Iterator[int]:
     """An HTTP server on 127.0.0.2; returns its port."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.2", 0), _Hello)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield srv.server_address[1]
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with TextServer(("127.0.0.2", 0), _hello) as srv:
+        yield srv.port
 
 
 HOSTS = {"allowed.test": ["127.0.0.2"], "deep.er.wild.test": ["127.0.0.2"]}

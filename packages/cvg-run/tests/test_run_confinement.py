@@ -15,13 +15,14 @@ from pathlib import Path
 
 from runhelp import (
     Box,
-    ensure_unpriv_user,
     make_policy,
     only_record,
     run_main,
     start,
     uid_of,
 )
+
+from cvg_testing import ensure_unpriv_user
 
 Identity = pwd.struct_passwd | None
 CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-from runhelp import Box, ensure_unpriv_user, load_record, make_policy, only_record, run_main
+from runhelp import Box, load_record, make_policy, only_record, run_main
 
 from cvg_schema.run import ExitMeaning
-from cvg_testing import needs_abi
+from cvg_testing import ensure_unpriv_user, needs_abi
 
 Identity = pwd.struct_passwd | None
 

@@ -26,20 +26,13 @@ from runhelp import PY, Box, make_policy, only_record, run_main, start
 # Imported here, before a forked child drops privileges and can no longer read them.
 import cvg_run.hosts
 import cvg_run.proxy  # noqa: F401
+from cvg_testing import TextServer
 
 Identity = pwd.struct_passwd | None
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = f"hello {self.path} host={self.headers.get('Host')}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _hello(request: http.server.BaseHTTPRequestHandler) -> str:
+    return f"hello {request.path} host={request.headers.get('Host')}"
 
 
 @dataclass
@@ -49,13 +42,8 @@ class Web:
 
 @pytest.fixture
 def web() -> Iterator[Web]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.2", 0), _Hello)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield Web(srv.server_address[1])
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with TextServer(("127.0.0.2", 0), _hello) as srv:
+        yield Web(srv.port)
 
 
 class Sink:

@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from runhelp import ABI_ENV, Box, drop_to, make_policy, run_main
+from runhelp import ABI_ENV, Box, make_policy, run_main
+
+from cvg_testing import drop_to
 
 Identity = pwd.struct_passwd | None
 

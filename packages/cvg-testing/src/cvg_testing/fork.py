@@ -1,11 +1,11 @@
-"""Run a function in a forked child, optionally as an unprivileged user.
+"""Run a function in a forked child, optionally as the unprivileged user.
 
-Enforcement is tested on the real kernel: confinement is applied inside a
-forked child (it can never be undone, so never in the test process itself),
-the child attempts things, and its findings come back through a pipe as JSON.
+Enforcement is tested on the real kernel: confinement is applied inside a forked
+child (it can never be undone, so never in the test process itself), the child
+attempts things, and what it found comes back through a pipe as JSON.
 
-The default python here lives under /root (mode 0700), so an unprivileged
-user cannot start it; instead the child drops privileges after fork, with
+The interpreter running the tests may live where the unprivileged user cannot start
+it (under /root, mode 0700), so the child drops privileges after the fork, with
 everything it needs already imported.
 """
 
@@ -15,21 +15,20 @@ import errno
 import json
 import os
 import pwd
-import subprocess
 import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-UNPRIV_USER = "cvgtest"
+from cvg_testing.users import drop_to
+
+__all__ = ["Child", "Spawned", "attempt", "attempt_name", "errname", "in_child", "spawn"]
 
 
 @dataclass
-class Child:
+class _Status:
     status: int  # waitpid status
-    value: Any  # what the function returned (JSON round-tripped)
-    error: str | None  # traceback text if the function raised
 
     @property
     def exitcode(self) -> int | None:
@@ -40,35 +39,25 @@ class Child:
         return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
 
 
-def ensure_unpriv_user() -> pwd.struct_passwd:
-    """Create the unprivileged test user once (requires root)."""
-    try:
-        return pwd.getpwnam(UNPRIV_USER)
-    except KeyError:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                UNPRIV_USER,
-            ],
-            check=True,
-        )
-        return pwd.getpwnam(UNPRIV_USER)
+@dataclass
+class Child(_Status):
+    """How an :func:`in_child` child ended."""
+
+    value: Any  # what the function returned (JSON round-tripped)
+    error: str | None  # traceback text if the function raised
 
 
-def drop_to(user: pwd.struct_passwd) -> None:
-    os.setgroups([])
-    os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-    os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+@dataclass
+class Spawned(_Status):
+    """How a :func:`spawn` child ended, and what it wrote."""
+
+    stdout: bytes
+    stderr: bytes
 
 
-def in_child(
-    fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None, timeout: float = 30.0
-) -> Child:
-    """Fork; in the child drop to ``user`` (if given), call ``fn`` and report."""
+def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None) -> Child:
+    """Fork; in the child drop to ``user`` (if given), call ``fn`` and report its
+    JSON-able value (or the traceback it raised, with exit status 70)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never return into pytest
@@ -88,17 +77,15 @@ def in_child(
         finally:
             os._exit(code)
     os.close(w)
-    chunks = []
     with os.fdopen(r, "rb") as f:
-        chunks.append(f.read())
+        raw = f.read()
     _, status = os.waitpid(pid, 0)
-    raw = b"".join(chunks)
     payload = json.loads(raw) if raw else {}
     return Child(status=status, value=payload.get("value"), error=payload.get("error"))
 
 
 def attempt(fn: Callable[[], object]) -> int:
-    """0 if ``fn`` succeeded, else the errno of the OSError it raised."""
+    """0 if ``fn`` succeeded, else the errno of the OSError it raised (-1: none)."""
     try:
         fn()
     except OSError as e:
@@ -107,22 +94,17 @@ def attempt(fn: Callable[[], object]) -> int:
 
 
 def errname(code: int) -> str:
+    """``"OK"`` for 0, else the errno's name (``"EACCES"``), else the number."""
     return "OK" if code == 0 else errno.errorcode.get(code, str(code))
 
 
-@dataclass
-class Spawned:
-    status: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def exitcode(self) -> int | None:
-        return os.waitstatus_to_exitcode(self.status) if os.WIFEXITED(self.status) else None
-
-    @property
-    def signal(self) -> int | None:
-        return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
+def attempt_name(fn: Callable[[], object]) -> str:
+    """``"OK"`` if ``fn`` succeeded, else the errno name of the OSError it raised."""
+    try:
+        fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno or 0, str(e.errno))
+    return "OK"
 
 
 def spawn(
