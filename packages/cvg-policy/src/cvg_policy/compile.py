@@ -299,12 +299,79 @@ def compile_report(
     arch = {"arm64": "aarch64"}.get(arch, arch)
     if arch not in ("x86_64", "aarch64"):
         raise PolicyError(f"architecture {arch!r} is not supported (x86_64, aarch64)")
-    placeholder = Plan.model_validate({"kind": "cvg.plan"})
-    out = Compiled(plan=placeholder, abi=target)
+    out = Compiled(plan=Plan.model_validate({"kind": "cvg.plan"}), abi=target)
     degraded: list[Degradation] = []
-    net = policy.network
 
-    # ---- filesystem
+    fs = _filesystem(policy, variables, view, out, target, max_rules)
+    net = _network(policy, target, degraded)
+    scoped = _scopes(policy, target, degraded)
+    _filesystem_degradations(policy, target, out, fs.grants, degraded)
+    seccomp = _seccomp(policy, arch, net, target, accept_risk)
+    res = policy.resources  # bounds (wall clock at most 7 days, as a plan holds) are the schema's
+    env_set = {
+        name: _expand(value, variables, f"environment.set.{name}")
+        for name, value in policy.environment.set.items()
+    }
+    used: set[str] = set()
+    for value in (*(r["path"] for r in fs.rules), *env_set.values()):
+        used.update(late_bound_in(value))
+    source: dict[str, Any] = {"policy_digest": digest(policy), "policy_path": policy_path}
+    if facts is not None:
+        source["facts_digest"] = digest(facts)
+
+    plan = {
+        "kind": "cvg.plan",
+        "arch": arch,
+        "landlock": {
+            "handled_fs": fs.handled,
+            "handled_net": net.handled,
+            "scoped": scoped,
+            "fs_rules": fs.rules,
+            "net_rules": net.rules,
+            "flags": [],
+            "best_effort": False,
+            # At ABI 0 the rules above are written for ABI 1, so the same plan confines
+            # on a kernel that has Landlock after all; not required, because there is
+            # none on the target and `degraded` already says what that costs.
+            "required": target > 0,
+        },
+        "seccomp": seccomp,
+        "rlimits": {
+            "cpu": res.cpu_seconds,
+            "as": res.memory_mb * MIB,
+            "fsize": res.file_size_mb * MIB,
+            "nofile": res.open_files,
+            "core": 0,
+        },
+        "processes": res.processes,
+        "wall_clock_seconds": res.wall_clock_seconds,
+        "environment": {"set": env_set, "pass": list(policy.environment.pass_)},
+        "variables": sorted(used),
+        "degraded": [d.model_dump() for d in degraded],
+        "expansions": [e.model_dump() for e in fs.expansions],
+        "source": source,
+    }
+    out.plan = Plan.model_validate(plan)
+    return out
+
+
+@dataclass
+class _Fs:
+    handled: list[str]
+    rules: list[dict[str, Any]]
+    grants: list[Grant]
+    expansions: list[Any]
+
+
+def _filesystem(
+    policy: Policy,
+    variables: Mapping[str, str],
+    view: FsView,
+    out: Compiled,
+    target: int,
+    max_rules: int,
+) -> _Fs:
+    """Grants, denies narrowed into them, and the rules the target ABI can hold."""
     grants = _fs_grants(policy, variables, view, out)
     result = apply_denies(grants, _denies(policy, variables, view), view=view, max_rules=max_rules)
     out.findings.extend(result.findings)
@@ -320,8 +387,20 @@ def compile_report(
     ]
     if len(fs_rules) > max_rules:
         raise PolicyError(f"the plan needs {len(fs_rules)} filesystem rules, more than {max_rules}")
+    return _Fs(handled_fs, fs_rules, grants, list(result.expansions))
 
-    # ---- network: Landlock ports (ABI 4) and the seccomp socket filter (every ABI)
+
+@dataclass
+class _Net:
+    handled: list[str]
+    rules: list[dict[str, Any]]
+    sockets: list[dict[str, Any]]
+    tcp: bool  # TCP sockets may be made at all
+
+
+def _network(policy: Policy, target: int, degraded: list[Degradation]) -> _Net:
+    """Landlock's port rules (ABI 4) and the seccomp socket filter (every ABI)."""
+    net = policy.network
     net_rights: dict[int, set[str]] = {}
     for port in net.tcp_connect:
         net_rights.setdefault(port, set()).add("connect_tcp")
@@ -353,37 +432,12 @@ def compile_report(
             sockets.append({"family": family, "types": ["dgram"], "protocols": [0, _IPPROTO_UDP]})
     # With neither TCP nor UDP granted, inet/inet6 are not listed at all: socket() fails
     # with EAFNOSUPPORT, so "no network" holds even where Landlock has no TCP rules.
-
-    handled_net = ["bind_tcp", "connect_tcp"] if target >= 4 else []
-    net_rules = (
-        [{"port": p, "access": sorted(r)} for p, r in sorted(net_rights.items())]
-        if target >= 4
-        else []
-    )
-    if tcp and target < 4:
-        for key in ("tcp_connect", "tcp_bind"):
-            ports = getattr(net, key)
-            what = f"only ports {', '.join(map(str, ports))}" if ports else "no port"
-            verb = "connected to" if key == "tcp_connect" else "bound"
-            _degrade(
-                degraded,
-                f"network.{key}: {what}",
-                f"TCP port rules need Landlock ABI 4, the target has {target}: "
-                f"any TCP port can be {verb}",
-                f"network.{key}",
-                4,
-            )
-
-    if net.hosts and target < 4:
-        _degrade(
-            degraded,
-            "network.hosts: only through the proxy",
-            f"TCP port rules need Landlock ABI 4, the target has {target}: a tool that "
-            "ignores the proxy variables can connect to any host and port directly",
-            "network.hosts",
-            4,
-        )
-
+    if target >= 4:
+        handled = ["bind_tcp", "connect_tcp"]
+        rules = [{"port": p, "access": sorted(r)} for p, r in sorted(net_rights.items())]
+    else:
+        handled, rules = [], []
+        _network_below_abi_4(policy, target, tcp, degraded)
     if net.unix and target < 9:
         # Landlock checks connect() to a pathname socket only from ABI 9 (resolve_unix):
         # below it, every socket the tool can name is reachable, and some of them run
@@ -399,18 +453,44 @@ def compile_report(
             "network.unix",
             9,
         )
+    return _Net(handled, rules, sockets, tcp)
 
-    # ---- scopes (ABI 6)
-    scoped: list[str] = []
+
+def _network_below_abi_4(
+    policy: Policy, target: int, tcp: bool, degraded: list[Degradation]
+) -> None:
+    net = policy.network
+    if tcp:
+        for key in ("tcp_connect", "tcp_bind"):
+            ports = getattr(net, key)
+            what = f"only ports {', '.join(map(str, ports))}" if ports else "no port"
+            verb = "connected to" if key == "tcp_connect" else "bound"
+            _degrade(
+                degraded,
+                f"network.{key}: {what}",
+                f"TCP port rules need Landlock ABI 4, the target has {target}: "
+                f"any TCP port can be {verb}",
+                f"network.{key}",
+                4,
+            )
+    if net.hosts:
+        _degrade(
+            degraded,
+            "network.hosts: only through the proxy",
+            f"TCP port rules need Landlock ABI 4, the target has {target}: a tool that "
+            "ignores the proxy variables can connect to any host and port directly",
+            "network.hosts",
+            4,
+        )
+
+
+def _scopes(policy: Policy, target: int, degraded: list[Degradation]) -> list[str]:
+    """Landlock's scopes (ABI 6). Below it the supervisor scopes signals instead (see
+    :func:`_seccomp`); abstract sockets need the scope only when AF_UNIX is granted."""
     if target >= 6:
         # Abstract UNIX sockets name no file, so no path rule covers them: always scoped.
-        scoped.append("abstract_unix_socket")
-        if not policy.ipc.signal_outside:
-            scoped.append("signal")
-    # Below ABI 6 the supervisor scopes signals instead (cvg_kernel.guard): the filter
-    # hands it every call that can signal another process.
-    supervise_signals = target < 6 and not policy.ipc.signal_outside
-    if target < 6 and net.unix:
+        return ["abstract_unix_socket"] + ([] if policy.ipc.signal_outside else ["signal"])
+    if policy.network.unix:
         # With unix false seccomp refuses socket(AF_UNIX), which covers abstract
         # sockets at every ABI; only a granted AF_UNIX needs the scope.
         _degrade(
@@ -421,66 +501,58 @@ def compile_report(
             "network.unix",
             6,
         )
+    return []
 
-    # ---- filesystem degradations
+
+def _filesystem_degradations(
+    policy: Policy, target: int, out: Compiled, grants: list[Grant], degraded: list[Degradation]
+) -> None:
+    """What the target ABI cannot hold of the filesystem rules."""
     if target == 0:
         for name in (*_LISTS, "deny"):
-            for i, _ in enumerate(getattr(policy.filesystem, name)):
+            for i, value in enumerate(getattr(policy.filesystem, name)):
                 _degrade(
                     degraded,
-                    f"filesystem.{name}[{i}]: {getattr(policy.filesystem, name)[i]}",
+                    f"filesystem.{name}[{i}]: {value}",
                     "the target kernel has no Landlock: filesystem access is not restricted",
                     f"filesystem.{name}[{i}]",
                     1,
                 )
-    else:
-        for name in ("read", "execute"):
-            for i in range(len(getattr(policy.filesystem, name))):
-                address = f"filesystem.{name}[{i}]"
-                if address in out.missing:
-                    continue
-                path = out.paths[address]
-                writable = any(inside(path, g.path) and "write_file" in g.access for g in grants)
-                if writable:
-                    continue
-                # refer below ABI 2 is not here: unhandled, cross-directory rename and
-                # link are always denied, which is stricter (explain says so).
-                if target < 3:
-                    _degrade(
-                        degraded,
-                        f"{address}: truncate",
-                        f"truncate is controlled from Landlock ABI 3, the target has {target}: "
-                        f"files beneath {path} can be truncated",
-                        address,
-                        3,
-                    )
-                if target < 5 and _dev_related(path):
-                    _degrade(
-                        degraded,
-                        f"{address}: ioctl_dev",
-                        f"device ioctls are controlled from Landlock ABI 5, the target has "
-                        f"{target}: devices opened beneath {path} accept any ioctl",
-                        address,
-                        5,
-                    )
+        return
+    for name in ("read", "execute"):
+        for i in range(len(getattr(policy.filesystem, name))):
+            address = f"filesystem.{name}[{i}]"
+            if address in out.missing:
+                continue
+            path = out.paths[address]
+            if any(inside(path, g.path) and "write_file" in g.access for g in grants):
+                continue
+            # refer below ABI 2 is not here: unhandled, cross-directory rename and
+            # link are always denied, which is stricter (explain says so).
+            if target < 3:
+                _degrade(
+                    degraded,
+                    f"{address}: truncate",
+                    f"truncate is controlled from Landlock ABI 3, the target has {target}: "
+                    f"files beneath {path} can be truncated",
+                    address,
+                    3,
+                )
+            if target < 5 and _dev_related(path):
+                _degrade(
+                    degraded,
+                    f"{address}: ioctl_dev",
+                    f"device ioctls are controlled from Landlock ABI 5, the target has "
+                    f"{target}: devices opened beneath {path} accept any ioctl",
+                    address,
+                    5,
+                )
 
-    # ---- resources
-    res = policy.resources  # bounds (wall clock at most 7 days, as a plan holds) are the schema's
-    rlimits = {
-        "cpu": res.cpu_seconds,
-        "as": res.memory_mb * MIB,
-        "fsize": res.file_size_mb * MIB,
-        "nofile": res.open_files,
-        "core": 0,
-    }
 
-    # ---- environment
-    env_set = {
-        name: _expand(value, variables, f"environment.set.{name}")
-        for name, value in policy.environment.set.items()
-    }
-
-    # ---- seccomp
+def _seccomp(
+    policy: Policy, arch: str, net: _Net, target: int, accept_risk: bool
+) -> dict[str, Any]:
+    """The filter: sockets, listen, what the supervisor decides, and the lists."""
     known = syscall_table(arch)
     allow = set()
     for i, name in enumerate(policy.syscalls.allow):
@@ -489,15 +561,20 @@ def compile_report(
                 f"unknown system call {name!r} on {arch}", address=f"syscalls.allow[{i}]"
             )
         allow.add(name)
-    seccomp: dict[str, Any] = {"sockets": sockets}
-    if not (net.tcp_bind or net.unix):
+    seccomp: dict[str, Any] = {"sockets": net.sockets}
+    supervise = []
+    if not (policy.network.tcp_bind or policy.network.unix):
         seccomp["listen"] = False
-    elif tcp:
+    elif net.tcp:
         # A TCP socket can be made: listen() on one never bound would bind an ephemeral
         # port beside the granted ones, so the supervisor decides each listen().
-        seccomp["supervise"] = ["listen"]
-    if supervise_signals:
-        seccomp["supervise"] = [*seccomp.get("supervise", []), "signal"]
+        supervise.append("listen")
+    if target < 6 and not policy.ipc.signal_outside:
+        # Below ABI 6 the supervisor scopes signals (cvg_kernel.guard): the filter hands
+        # it every call that can signal another process.
+        supervise.append("signal")
+    if supervise:
+        seccomp["supervise"] = supervise
     if policy.syscalls.mode == "allowlist":
         # The deny list still decides first: a listed deny-list call stays denied unless
         # the risk was accepted (cvg-validate --accept-risk), so an allow list generated
@@ -510,45 +587,7 @@ def compile_report(
     else:
         # Not on the deny list (e.g. read): nothing to take off, nothing to do.
         seccomp["deny"] = [n for n in DEFAULT_DENY if n not in allow]
-
-    used: set[str] = set()
-    for path in rules:
-        used.update(late_bound_in(path))
-    for value in env_set.values():
-        used.update(late_bound_in(value))
-
-    source: dict[str, Any] = {"policy_digest": digest(policy), "policy_path": policy_path}
-    if facts is not None:
-        source["facts_digest"] = digest(facts)
-
-    plan = {
-        "kind": "cvg.plan",
-        "arch": arch,
-        "landlock": {
-            "handled_fs": handled_fs,
-            "handled_net": handled_net,
-            "scoped": scoped,
-            "fs_rules": fs_rules,
-            "net_rules": net_rules,
-            "flags": [],
-            "best_effort": False,
-            # At ABI 0 the rules above are written for ABI 1, so the same plan confines
-            # on a kernel that has Landlock after all; not required, because there is
-            # none on the target and `degraded` already says what that costs.
-            "required": target > 0,
-        },
-        "seccomp": seccomp,
-        "rlimits": rlimits,
-        "processes": res.processes,
-        "wall_clock_seconds": res.wall_clock_seconds,
-        "environment": {"set": env_set, "pass": list(policy.environment.pass_)},
-        "variables": sorted(used),
-        "degraded": [d.model_dump() for d in degraded],
-        "expansions": [e.model_dump() for e in result.expansions],
-        "source": source,
-    }
-    out.plan = Plan.model_validate(plan)
-    return out
+    return seccomp
 
 
 def compile_policy(
