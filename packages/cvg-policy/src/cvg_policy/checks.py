@@ -18,7 +18,7 @@ from typing import Final
 from cvg_kernel import syscall_table
 from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, DEFAULT_ENOSYS, DENY_REASONS
 
-from .errors import Finding
+from .errors import Finding, PolicyError
 from .load import LoadedPolicy
 from .variables import LATE_BOUND, VARIABLES, expand
 
@@ -189,8 +189,8 @@ class _Checker:
                 return None
         try:
             return expand(value, self.variables)
-        except Exception as e:  # PolicyError: unterminated ${ and the like
-            self.add("error", address, str(getattr(e, "message", e)))
+        except PolicyError as e:  # an unterminated ${ and the like
+            self.add("error", address, e.message)
             return None
 
     # -- the checks ----------------------------------------------------------------
