@@ -45,11 +45,9 @@ import contextlib
 import gc
 import json
 import os
-import platform
 import random
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -67,7 +65,7 @@ sys.path.insert(0, str(HERE))
 
 import render  # noqa: E402  (benchmarks/ is not a package)
 import results_file  # noqa: E402
-from bench_run import cpu_model, loadavg, summary_ms  # noqa: E402  (shared timing helpers)
+from bench_run import loadavg, summary_ms  # noqa: E402  (shared timing helpers)
 
 KEY = "bench"
 PYTHON = "/usr/bin/python3"
@@ -735,14 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="cvg-bench-") as tmp:
         measured = anyio.run(measure, args, Path(tmp))
-    host = socket.gethostname()
     entry: dict[str, Any] = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "cvg_versions": cvg_versions(),
         "euid": os.geteuid(),
         "measured_at": started.isoformat(timespec="seconds"),

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -42,7 +41,7 @@ from typing import Any
 
 import anyio
 import results_file  # benchmarks/ is on sys.path when run as a script
-from bench_run import cpu_model, percentile, summary_ms  # shared timing helpers
+from bench_run import summary_ms  # shared timing helpers
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -112,7 +111,7 @@ async def latency(session: ClientSession, box: Sandbox, rounds: int, warmup: int
         "warm": summary_ms(warm_ns),
         "mcp_minus_warm_ms": {
             "median": round(statistics.median(extra), 3),
-            "p95": round(percentile(extra, 95), 3),
+            "p95": round(results_file.percentile(extra, 95), 3),
         },
     }
 
@@ -267,12 +266,7 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     extra = measured["latency_true"]["mcp_minus_warm_ms"]["median"]
     entry: dict[str, Any] = {
-        "host": socket.gethostname(),
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "versions": versions(),
         "euid": os.geteuid(),
         "measured_at": started.isoformat(timespec="seconds"),

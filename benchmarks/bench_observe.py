@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,20 +31,8 @@ import results_file  # benchmarks/ is on sys.path when run as a script
 
 from cvg_observe import __version__
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KEY = "observe"
 LIMIT_MB = 500
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def generate(path: Path, lines: int) -> int:
@@ -127,7 +112,7 @@ if mode == "observation":
                               home="/home/u", scratch=[], strace_version="6.1")
     events = r.events
 else:
-    from cvg_run.strace.events import events_from_lines
+    from cvg_trace.events import events_from_lines
     with open(trace, encoding="utf-8", errors="surrogateescape") as f:
         it, tracker = events_from_lines(f, "/home/u/project")
         events = sum(1 for _ in it)
@@ -151,7 +136,7 @@ def measure(mode: str, trace: Path, out: Path) -> dict[str, Any]:
 def baseline_rss_kb() -> int:
     """Peak RSS of a subprocess that only imports cvg_observe (the fixed cost)."""
     code = (
-        "import resource, cvg_observe.observe, cvg_run.strace.events;"
+        "import resource, cvg_observe.observe, cvg_trace.events;"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -196,14 +181,8 @@ def main() -> int:
             "output_mb": round(samples[0]["bytes"] / 2**20, 1),
         }
 
-    host = socket.gethostname()
     entry = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "cvg_observe": __version__,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "trace_lines": lines,
@@ -213,7 +192,7 @@ def main() -> int:
         "observation": summary(results["observation"]),
         "parse_only": summary(results["parse_only"]),
     }
-    path = args.output or RESULTS / f"{host}.json"
+    path = args.output or results_file.default_path()
     record(path, entry)
     print(f"trace: {lines} lines, {entry['trace_mb']} MB")
     for name in ("observation", "parse_only"):

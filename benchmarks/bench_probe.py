@@ -13,11 +13,8 @@ benchmarks: it is read, updated and replaced atomically under a lock, and only t
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,25 +28,7 @@ import results_file  # benchmarks/ is on sys.path when run as a script
 
 from cvg_probe import __version__, run_probes
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KEY = "probe"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def percentile(samples: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
 def summary(samples: list[float]) -> dict[str, Any]:
@@ -57,7 +36,7 @@ def summary(samples: list[float]) -> dict[str, Any]:
     return {
         "runs": len(ms),
         "median_ms": round(statistics.median(ms), 2),
-        "p95_ms": round(percentile(ms, 95), 2),
+        "p95_ms": round(results_file.percentile(ms, 95), 2),
         "min_ms": round(min(ms), 2),
         "max_ms": round(max(ms), 2),
     }
@@ -107,14 +86,8 @@ def main() -> int:
     argv = cli_command()
     cli = measure(lambda: run_cli(argv), args.runs)
 
-    host = socket.gethostname()
     entry = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "cvg_probe": __version__,
         "euid": os.geteuid(),
         "landlock_abi": facts.landlock_abi,
@@ -124,7 +97,7 @@ def main() -> int:
         "cli_no_cache_subprocess": summary(cli),
         "cli_command": " ".join([*argv, "--no-cache"]),
     }
-    path = args.output or RESULTS / f"{host}.json"
+    path = args.output or results_file.default_path()
     record(path, entry)
     for name in ("run_probes_in_process", "cli_no_cache_subprocess"):
         s = entry[name]

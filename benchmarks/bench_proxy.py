@@ -15,9 +15,6 @@ Median and p95 are written under the key ``"proxy"`` of
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import platform
 import socket
 import socketserver
 import statistics
@@ -35,7 +32,6 @@ import results_file  # benchmarks/ is on sys.path when run as a script
 from cvg_run import __version__
 from cvg_run.proxy import Allowlist, Proxy
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KEY = "proxy"
 MESSAGE = b"m" * 64
 BULK = 16 * 1024 * 1024
@@ -53,29 +49,12 @@ class _Server(socketserver.ThreadingTCPServer):
     request_queue_size = 512
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def percentile(samples: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
 def summary(samples: list[float]) -> dict[str, Any]:
     ms = [s * 1000 for s in samples]
     return {
         "runs": len(ms),
         "median_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(percentile(ms, 95), 3),
+        "p95_ms": round(results_file.percentile(ms, 95), 3),
         "min_ms": round(min(ms), 3),
         "max_ms": round(max(ms), 3),
     }
@@ -204,14 +183,8 @@ def main() -> int:
 
     summaries = {k: summary(v) for k, v in samples.items()}
     base = summaries["direct"]["median_ms"]
-    host = socket.gethostname()
     entry = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "cvg_run": __version__,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "what": (
@@ -224,7 +197,7 @@ def main() -> int:
         },
         "throughput": throughput,
     }
-    path = args.output or RESULTS / f"{host}.json"
+    path = args.output or results_file.default_path()
     results_file.record(path, KEY, entry, who="bench_proxy")
     for name, s in summaries.items():
         print(

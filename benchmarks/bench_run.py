@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import os
-import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,7 +45,6 @@ from tabulate import tabulate
 
 from cvg_run import Sandbox
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KEY = "run"
 CONFIGS = ("bare", "warm", "cold")
 WORDS_FILE = "words.txt"
@@ -64,29 +60,12 @@ WARM_LIMIT_MS = 1.0
 COLD_LIMIT_RATIO = 4.0
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def percentile(samples: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
 def summary_ms(samples_ns: list[int]) -> dict[str, Any]:
     ms = [s / 1e6 for s in samples_ns]
     return {
         "runs": len(ms),
         "p50_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(percentile(ms, 95), 3),
+        "p95_ms": round(results_file.percentile(ms, 95), 3),
         "mean_ms": round(statistics.fmean(ms), 3),
         "min_ms": round(min(ms), 3),
         "max_ms": round(max(ms), 3),
@@ -97,9 +76,9 @@ def summary_values(values: list[float]) -> dict[str, Any]:
     return {
         "rounds": len(values),
         "median": round(statistics.median(values), 3),
-        "p25": round(percentile(values, 25), 3),
-        "p75": round(percentile(values, 75), 3),
-        "p95": round(percentile(values, 95), 3),
+        "p25": round(results_file.percentile(values, 25), 3),
+        "p75": round(results_file.percentile(values, 75), 3),
+        "p95": round(results_file.percentile(values, 95), 3),
     }
 
 
@@ -276,14 +255,8 @@ def main() -> int:
         },
     }
 
-    host = socket.gethostname()
     entry: dict[str, Any] = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "workload_python": subprocess.run(
             [PYTHON, "-c", "import platform; print(platform.python_version())"],
             capture_output=True,
@@ -321,7 +294,7 @@ def main() -> int:
         "ratios": ratios,
         "targets": targets,
     }
-    path = args.output or RESULTS / f"{host}.json"
+    path = args.output or results_file.default_path()
     record(path, entry)
 
     rows = []

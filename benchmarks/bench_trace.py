@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,7 +41,6 @@ from bench_run import (
     SOURCES,
     WORDS_FILE,
     WORDS_SIZE,
-    cpu_model,
     cvg_run_command,
     loadavg,
     make_words,
@@ -172,14 +169,8 @@ def main() -> int:
         }
         for mode in TRACED
     }
-    host = socket.gethostname()
     entry: dict[str, Any] = {
-        "host": host,
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **results_file.machine(),
         "strace": strace_version(),
         "cvg_versions": versions(),
         "euid": os.geteuid(),

@@ -1,10 +1,13 @@
-"""The per-machine results file every benchmark writes one key of."""
+"""The per-machine results file every benchmark writes one key of, the machine each
+entry names, and the percentile every summary uses."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
+import platform
 import socket
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,35 @@ from typing import Any
 from cvg_schema import write_atomic
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.split(":", 1)[0].strip() in ("model name", "Hardware", "cpu model"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def percentile(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def machine() -> dict[str, Any]:
+    """What every entry says about where it was measured."""
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
 
 
 def default_path() -> Path:
