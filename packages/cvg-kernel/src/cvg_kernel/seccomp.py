@@ -315,6 +315,70 @@ def compile_spec(
     supervise: Iterable[str] = (),
 ) -> Compiled:
     """:func:`build_program`, keeping comments and the names skipped for this arch."""
+    spec = _checked(
+        arch, deny=deny, deny_errno=deny_errno, enosys=enosys, kill=kill, sockets=sockets,
+        clone_namespaces=clone_namespaces, ioctl_deny=ioctl_deny, memfd_noexec=memfd_noexec,
+        allow=allow, on_violation=on_violation, listen=listen, supervise=supervise,
+    )  # fmt: skip
+    asm = Assembler()
+    _whole_calls(asm, spec)
+    blocks = _dispatch(asm, spec)
+    _rest(asm, spec)
+    _argument_blocks(asm, spec, blocks)
+    _verdicts(asm, spec)
+    try:
+        annotated = asm.assemble_annotated()
+    except BpfError as e:
+        raise SeccompError(f"cannot assemble the seccomp program: {e}") from e
+    return Compiled(arch, tuple(annotated), tuple(spec.skipped))
+
+
+class _Spec(Record):
+    """A seccomp spec checked and resolved to numbers for one architecture."""
+
+    arch: str
+    numbers: Mapping[str, int]
+    allowed: dict[str, int] | None  # None: no allow list
+    owner: dict[str, str]  # name -> the list (kill, enosys, deny) that decides it
+    resolved: dict[str, list[tuple[str, int]]]
+    ioctl_numbers: list[tuple[str, int]]
+    rules: list[SocketRule]
+    supervised: list[str]
+    clone_namespaces: bool
+    memfd_noexec: bool
+    listen: bool
+    deny_errno: str
+    deny_action: int
+    on_violation: str
+    skipped: list[str]
+
+    def filtered(self, call: str) -> bool:
+        """Whether ``call`` gets its argument filter: not decided whole by a list, and
+        not left out of an allow list (then it is refused whatever its arguments)."""
+        return call not in self.owner and (self.allowed is None or call in self.allowed)
+
+    @property
+    def signals(self) -> bool:
+        return "signal" in self.supervised
+
+
+def _checked(
+    arch: str,
+    *,
+    deny: Iterable[str],
+    deny_errno: str,
+    enosys: Iterable[str],
+    kill: Iterable[str],
+    sockets: Iterable[Mapping[str, Any]],
+    clone_namespaces: bool,
+    ioctl_deny: Iterable[str],
+    memfd_noexec: bool,
+    allow: Iterable[str] | None,
+    on_violation: str,
+    listen: bool,
+    supervise: Iterable[str],
+) -> _Spec:
+    """Every name, number, flag and entry of the spec checked; SeccompError otherwise."""
     numbers = table(arch)
     skipped: list[str] = []
     deny_action = ret_errno(errno_value(deny_errno))
@@ -332,25 +396,7 @@ def compile_spec(
                     continue
                 raise SeccompError(f"allow: unknown syscall {name!r} on {arch}")
             allowed[name] = numbers[name]
-    lists = {
-        "kill": _names("kill", kill),
-        "enosys": _names("enosys", enosys),
-        "deny": _names("deny", deny),
-    }
-    owner: dict[str, str] = {}
-    resolved: dict[str, list[tuple[str, int]]] = {}
-    for what, names in lists.items():
-        resolved[what] = []
-        for name in names:
-            if name in owner:
-                raise SeccompError(f"syscall {name!r} is in both {owner[name]} and {what}")
-            owner[name] = what
-            if name not in numbers:
-                if what == "deny" and name in ARCH_SPECIFIC:
-                    skipped.append(name)
-                    continue
-                raise SeccompError(f"{what}: unknown syscall {name!r} on {arch}")
-            resolved[what].append((name, numbers[name]))
+    owner, resolved = _lists(arch, numbers, skipped, kill=kill, enosys=enosys, deny=deny)
     if not clone_namespaces and "clone3" not in owner:
         raise SeccompError(
             "clone3 must be in enosys, deny or kill unless clone_namespaces is true: "
@@ -369,88 +415,108 @@ def compile_spec(
     ):
         if not isinstance(value, bool):
             raise SeccompError(f"{flag} must be true or false, not {value!r}")
-
-    asm = Assembler()
-    # 1. A foreign ABI (i386 int 0x80, arm32 compat) numbers syscalls differently, so
-    #    nothing below would mean what it says: kill rather than guess.
-    asm.load(SECCOMP_DATA_ARCH)
-    asm.jeq(AUDIT_ARCH[arch], None, "kill", comment=f"only {arch} syscalls")
-    # 2. Numbers this table does not know are syscalls newer than the deny list.
-    asm.load(SECCOMP_DATA_NR)
-    if arch == "x86_64":
-        asm.jge(X32_SYSCALL_BIT, "enosys", comment="x32 ABI")
-    asm.jgt(max(numbers.values()), "enosys", comment="newer than the syscall table")
-    # 3. Whole-syscall lists.
-    for what in ("kill", "enosys", "deny"):
-        for _, nr in resolved[what]:
-            asm.jeq(nr, what, comment=what)
-    # listen() on an unbound TCP socket binds an ephemeral port without bind(), where
-    # Landlock's bind rule would look: with nothing to listen on, refuse the call;
-    # otherwise the supervisor looks at the socket and listens on it itself.
     supervised = _names("supervise", supervise)
     for name in supervised:
         if name not in SUPERVISED:
             raise SeccompError(f"supervise: {name!r} is not one of {', '.join(SUPERVISED)}")
-    if not listen and "listen" not in owner:
+    return _Spec(
+        arch, numbers, allowed, owner, resolved, ioctl_numbers, rules, supervised,
+        clone_namespaces, memfd_noexec, listen, deny_errno, deny_action, on_violation, skipped,
+    )  # fmt: skip
+
+
+def _lists(
+    arch: str,
+    numbers: Mapping[str, int],
+    skipped: list[str],
+    **lists: Iterable[str],
+) -> tuple[dict[str, str], dict[str, list[tuple[str, int]]]]:
+    """The whole-syscall lists (kill, enosys, deny, in that order) resolved to numbers; a
+    name in two lists is an error, a deny name this arch lacks is skipped if it may."""
+    owner: dict[str, str] = {}
+    resolved: dict[str, list[tuple[str, int]]] = {}
+    for what, value in lists.items():
+        resolved[what] = []
+        for name in _names(what, value):
+            if name in owner:
+                raise SeccompError(f"syscall {name!r} is in both {owner[name]} and {what}")
+            owner[name] = what
+            if name not in numbers:
+                if what == "deny" and name in ARCH_SPECIFIC:
+                    skipped.append(name)
+                    continue
+                raise SeccompError(f"{what}: unknown syscall {name!r} on {arch}")
+            resolved[what].append((name, numbers[name]))
+    return owner, resolved
+
+
+def _whole_calls(asm: Assembler, spec: _Spec) -> None:
+    """Verdicts on the whole call: foreign arch, unknown numbers, the lists, and the
+    calls that go to the supervisor or are refused outright."""
+    numbers = spec.numbers
+    # 1. A foreign ABI (i386 int 0x80, arm32 compat) numbers syscalls differently, so
+    #    nothing below would mean what it says: kill rather than guess.
+    asm.load(SECCOMP_DATA_ARCH)
+    asm.jeq(AUDIT_ARCH[spec.arch], None, "kill", comment=f"only {spec.arch} syscalls")
+    # 2. Numbers this table does not know are syscalls newer than the deny list.
+    asm.load(SECCOMP_DATA_NR)
+    if spec.arch == "x86_64":
+        asm.jge(X32_SYSCALL_BIT, "enosys", comment="x32 ABI")
+    asm.jgt(max(numbers.values()), "enosys", comment="newer than the syscall table")
+    # 3. Whole-syscall lists.
+    for what in ("kill", "enosys", "deny"):
+        for _, nr in spec.resolved[what]:
+            asm.jeq(nr, what, comment=what)
+    # listen() on an unbound TCP socket binds an ephemeral port without bind(), where
+    # Landlock's bind rule would look: with nothing to listen on, refuse the call;
+    # otherwise the supervisor looks at the socket and listens on it itself.
+    if not spec.listen and "listen" not in spec.owner:
         asm.jeq(numbers["listen"], "eperm", comment="listen: no tcp_bind, no unix")
-    elif (
-        "listen" in supervised
-        and "listen" not in owner
-        and (allowed is None or "listen" in allowed)
-    ):
+    elif "listen" in spec.supervised and spec.filtered("listen"):
         asm.jeq(numbers["listen"], "supervised", comment="listen: the supervisor decides")
-    signals = "signal" in supervised
-    if signals:
+    if spec.signals:
         for call in SIGNAL_CALLS:
-            if call in numbers and call not in owner and (allowed is None or call in allowed):
+            if call in numbers and spec.filtered(call):
                 asm.jeq(numbers[call], "supervised", comment=f"{call}: the supervisor decides")
 
-    # 4-7. Argument filters, unless a list above already decided the whole syscall,
-    #      or an allow list leaves it out (then it is refused whatever its arguments).
-    def filtered(call: str) -> bool:
-        return call not in owner and (allowed is None or call in allowed)
 
-    blocks: list[str] = []
-    if filtered("socket"):
-        asm.jeq(numbers["socket"], "socket")
-        blocks.append("socket")
-    if not clone_namespaces and filtered("clone"):
-        asm.jeq(numbers["clone"], "clone")
-        blocks.append("clone")
-    if (ioctl_numbers or signals) and filtered("ioctl"):
-        asm.jeq(numbers["ioctl"], "ioctl")
-        blocks.append("ioctl")
-    if signals and filtered("fcntl"):
-        asm.jeq(numbers["fcntl"], "fcntl")
-        blocks.append("fcntl")
-    if memfd_noexec and filtered("memfd_create"):
-        asm.jeq(numbers["memfd_create"], "memfd_create")
-        blocks.append("memfd_create")
-    for call in _SEND_FLAGS_ARG:
-        if filtered(call):
+def _dispatch(asm: Assembler, spec: _Spec) -> list[str]:
+    """4-7. Jumps to the argument filters; the names of the blocks to emit."""
+    numbers = spec.numbers
+    wanted = [
+        ("socket", True),
+        ("clone", not spec.clone_namespaces),
+        ("ioctl", bool(spec.ioctl_numbers) or spec.signals),
+        ("fcntl", spec.signals),
+        ("memfd_create", spec.memfd_noexec),
+        *((call, True) for call in _SEND_FLAGS_ARG),
+        ("socketpair", True),
+        *((call, call in numbers) for call in SELF_ONLY),
+    ]
+    blocks = []
+    for call, wanted_here in wanted:
+        if wanted_here and spec.filtered(call):
             asm.jeq(numbers[call], call)
             blocks.append(call)
-    if filtered("socketpair"):
-        asm.jeq(numbers["socketpair"], "socketpair")
-        blocks.append("socketpair")
-    for call in SELF_ONLY:
-        if call in numbers and filtered(call):
-            asm.jeq(numbers[call], call)
-            blocks.append(call)
-    # 8. Everything else: with no allow list, every call the census decided (its lists
-    #    and argument checks came first); a call it has not classified, or a number in a
-    #    gap of the table, gets ENOSYS. With an allow list, only the listed calls.
-    if allowed is None:
+    return blocks
+
+
+def _rest(asm: Assembler, spec: _Spec) -> None:
+    """8. Everything else: with no allow list, every call the census decided (its lists
+    and argument checks came first); a call it has not classified, or a number in a gap
+    of the table, gets ENOSYS. With an allow list, only the listed calls."""
+    if spec.allowed is None:
         known = census.decided()
-        numbers_decided = sorted({nr for name, nr in numbers.items() if name in known})
-        _allow_tree(asm, _ranges(numbers_decided), "census", miss="enosys")
+        decided = sorted({nr for name, nr in spec.numbers.items() if name in known})
+        _allow_tree(asm, _ranges(decided), "census", miss="enosys")
     else:
-        numbers_allowed = sorted({nr for name, nr in allowed.items() if name not in owner})
-        _allow_tree(asm, _ranges(numbers_allowed), "allow tree")
-    violation = SECCOMP_RET_KILL_PROCESS if on_violation == "kill" else deny_action
+        listed = sorted({nr for name, nr in spec.allowed.items() if name not in spec.owner})
+        _allow_tree(asm, _ranges(listed), "allow tree")
 
+
+def _argument_blocks(asm: Assembler, spec: _Spec, blocks: Sequence[str]) -> None:
     if "socket" in blocks:
-        _socket_block(asm, rules)
+        _socket_block(asm, spec.rules)
     if "clone" in blocks:
         asm.label("clone")
         asm.load(arg_low(0), comment="clone flags")
@@ -458,9 +524,9 @@ def compile_spec(
     if "ioctl" in blocks:
         asm.label("ioctl")
         asm.load(arg_low(1), comment="ioctl request (unsigned int)")
-        for name, request in ioctl_numbers:
+        for name, request in spec.ioctl_numbers:
             asm.jeq(request, "eperm", comment=name)
-        if signals:
+        if spec.signals:
             for name, request in OWNER_IOCTLS.items():
                 asm.jeq(request, "supervised", comment=f"{name}: SIGIO owner")
         asm.ja("allow")
@@ -480,10 +546,13 @@ def compile_spec(
             asm.load(arg_low(index), comment=f"{call} flags")
             asm.jset(MSG_FASTOPEN, "eperm", "allow", comment="MSG_FASTOPEN")
     if "socketpair" in blocks:
-        _socketpair_block(asm, rules)
+        _socketpair_block(asm, spec.rules)
     for call, alternatives in SELF_ONLY.items():
         if call in blocks:
             _self_only_block(asm, call, alternatives)
+
+
+def _verdicts(asm: Assembler, spec: _Spec) -> None:
     # Shared verdicts last: the kernel wants a ret at the end, and jumps only go forward.
     asm.label("allow")
     asm.ret(SECCOMP_RET_ALLOW)
@@ -492,20 +561,16 @@ def compile_spec(
     asm.label("enosys")
     asm.ret(ret_errno(_errno.ENOSYS), comment=ENOSYS_VERDICT)
     asm.label("deny")
-    asm.ret(deny_action, comment=f"deny ({deny_errno})")
+    asm.ret(spec.deny_action, comment=f"deny ({spec.deny_errno})")
     asm.label("eperm")
     asm.ret(ret_errno(_errno.EPERM))
-    if supervised:
+    if spec.supervised:
         asm.label("supervised")
         asm.ret_supervised(comment=SUPERVISED_VERDICT)
-    if allowed is not None:
+    if spec.allowed is not None:
+        violation = SECCOMP_RET_KILL_PROCESS if spec.on_violation == "kill" else spec.deny_action
         asm.label("unlisted")
-        asm.ret(violation, comment=f"not in the allow list ({on_violation})")
-    try:
-        annotated = asm.assemble_annotated()
-    except BpfError as e:
-        raise SeccompError(f"cannot assemble the seccomp program: {e}") from e
-    return Compiled(arch, tuple(annotated), tuple(skipped))
+        asm.ret(violation, comment=f"not in the allow list ({spec.on_violation})")
 
 
 def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
