@@ -443,4 +443,17 @@ def _finish(
 
 
 def run() -> None:
-    sys.exit(main())
+    """The console script. Ends with os._exit once stdout and stderr are flushed: the
+    interpreter's own teardown (module and object finalisation) costs several
+    milliseconds of every cold run and has nothing left to do: the record is written,
+    the tool's tree is gone and no file of ours is open for writing."""
+    status = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass  # `cvg-run ... | head`: the reader went away, as a pipe writer would
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(status & 0xFF if status >= 0 else 1)
