@@ -293,124 +293,129 @@ def negotiate(
     if abi < 0:
         raise LandlockError(f"Landlock ABI {abi} is negative")
     note = f" ({abi_note})" if abi_note else ""
-    dropped: list[Dropped] = []
-    masks: dict[str, int] = {}
+    fs_mask, fs_dropped = _fit_handled(FS_RIGHTS, "fs", handled_fs, "handled_fs", abi, note)
+    net_mask, net_dropped = _fit_handled(NET_RIGHTS, "net", handled_net, "handled_net", abi, note)
+    scope_mask, scope_dropped = _fit_handled(SCOPES, "scope", scoped, "scoped", abi, note)
+    flag_mask, flag_dropped = _fit_flags(flags, abi, note)
+    dropped = [*fs_dropped, *net_dropped, *scope_dropped, *flag_dropped]
+    fs_kept, fs_skipped = _fit_fs_rules(fs_rules, fs_mask, abi, note)
+    net_kept, net_skipped = _fit_net_rules(net_rules, net_mask, abi, note)
 
-    for kind, table, value in (
-        ("fs", FS_RIGHTS, handled_fs),
-        ("net", NET_RIGHTS, handled_net),
-        ("scope", SCOPES, scoped),
-    ):
-        names = _as_names(value, f"handled_{kind}" if kind != "scope" else "scoped")
-        known = _known(table, abi)
-        if names is None:
-            masks[kind] = known
-            continue
-        requested = _names_mask(table, names, kind, "")
-        for right in sorted(table.values(), key=lambda r: r.bit):
-            if requested & right.mask and not known & right.mask:
-                item = f"{kind}.{right.name}"
-                dropped.append(
-                    Dropped(
-                        item,
-                        f"needs Landlock ABI {right.abi}; this kernel offers {abi}{note}"
-                        + _CONSEQUENCE.get(item, ""),
-                    )
-                )
-        masks[kind] = requested & known
-
-    if isinstance(flags, str):
-        raise LandlockError(f"flags: expected a list of names, got {flags!r}")
-    flag_req = _names_mask(FLAGS, flags, "flag", "")
-    flag_known = _known(FLAGS, abi)
-    for right in sorted(FLAGS.values(), key=lambda r: r.bit):
-        if flag_req & right.mask and not flag_known & right.mask:
-            dropped.append(
-                Dropped(
-                    f"flag.{right.name}",
-                    f"needs Landlock ABI {right.abi}; this kernel offers {abi}{note}",
-                )
-            )
-    flag_mask = flag_req & flag_known
-
-    skipped: list[Dropped] = []
-    out_fs: list[tuple[str, int]] = []
-    for path, access in fs_rules:
-        if isinstance(access, str):
-            raise LandlockError(f"rule for {path!r}: access must be a list of names")
-        want = _names_mask(FS_RIGHTS, access, "fs", f" in the rule for {path!r}")
-        allowed = want & masks["fs"]
-        if allowed:
-            out_fs.append((path, allowed))
-        else:
-            skipped.append(
-                Dropped(
-                    f"fs_rule {path}",
-                    f"none of its rights ({', '.join(access) or 'none'}) are handled "
-                    f"at ABI {abi}{note}, so the rule would grant nothing",
-                )
-            )
-    out_net: list[tuple[int, int]] = []
-    for port, access in net_rules:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 0xFFFF:
-            raise LandlockError(f"net rule port {port!r} is not an integer 0..65535")
-        if isinstance(access, str):
-            raise LandlockError(f"rule for port {port}: access must be a list of names")
-        want = _names_mask(NET_RIGHTS, access, "net", f" in the rule for port {port}")
-        allowed = want & masks["net"]
-        if allowed:
-            out_net.append((port, allowed))
-        else:
-            skipped.append(
-                Dropped(
-                    f"net_rule {port}",
-                    f"none of its rights ({', '.join(access) or 'none'}) are handled "
-                    f"at ABI {abi}{note}, so the rule would grant nothing",
-                )
-            )
-
-    result = Negotiation(
-        abi=abi,
-        handled_fs=masks["fs"],
-        handled_net=masks["net"],
-        scoped=masks["scope"],
-        flags=flag_mask,
-        fs_rules=tuple(out_fs),
-        net_rules=tuple(out_net),
-        dropped=tuple(dropped),
-        skipped=tuple(skipped),
-    )
-    if not result.enforced:
-        # Restricting nothing is not a ruleset the kernel accepts; it must be
-        # visible, because the caller gets no confinement at all from Landlock.
-        gone = Dropped(
-            "landlock",
-            f"nothing is left to restrict at ABI {abi}{note}; Landlock is not enforced",
-        )
-        dropped.append(gone)
-        if flag_mask:
-            dropped.extend(
-                Dropped(f"flag.{n}", "no Landlock domain is created, so it has no effect")
-                for n in mask_names(FLAGS, flag_mask)
-            )
-        result = Negotiation(
-            abi=abi,
-            handled_fs=0,
-            handled_net=0,
-            scoped=0,
-            flags=0,
-            fs_rules=(),
-            net_rules=(),
-            dropped=tuple(dropped),
-            skipped=tuple(skipped),
-        )
+    if not (fs_mask or net_mask or scope_mask):
+        dropped.extend(_unenforced(abi, note, flag_mask))
+        flag_mask, fs_kept, net_kept = 0, (), ()
     if dropped and not best_effort:
         raise LandlockError(
             "cannot honour: "
             + "; ".join(f"{d.item} ({d.reason})" for d in dropped)
             + ". Ask for less, or set best_effort to drop these and continue"
         )
-    return result
+    return Negotiation(
+        abi=abi,
+        handled_fs=fs_mask,
+        handled_net=net_mask,
+        scoped=scope_mask,
+        flags=flag_mask,
+        fs_rules=fs_kept,
+        net_rules=net_kept,
+        dropped=tuple(dropped),
+        skipped=(*fs_skipped, *net_skipped),
+    )
+
+
+def _fit(
+    table: Mapping[str, Right], kind: str, requested: int, abi: int, note: str
+) -> tuple[int, list[Dropped]]:
+    """The part of ``requested`` that ABI ``abi`` knows, and what it does not."""
+    known = _known(table, abi)
+    dropped = [
+        Dropped(
+            f"{kind}.{right.name}",
+            f"needs Landlock ABI {right.abi}; this kernel offers {abi}{note}"
+            + _CONSEQUENCE.get(f"{kind}.{right.name}", ""),
+        )
+        for right in sorted(table.values(), key=lambda r: r.bit)
+        if requested & right.mask and not known & right.mask
+    ]
+    return requested & known, dropped
+
+
+def _fit_handled(
+    table: Mapping[str, Right], kind: str, value: Names, what: str, abi: int, note: str
+) -> tuple[int, list[Dropped]]:
+    """The rights (or scopes) to handle at ``abi``; ``"all"`` never drops any."""
+    names = _as_names(value, what)
+    if names is None:
+        return _known(table, abi), []
+    return _fit(table, kind, _names_mask(table, names, kind, ""), abi, note)
+
+
+def _fit_flags(flags: Sequence[str], abi: int, note: str) -> tuple[int, list[Dropped]]:
+    """The restrict_self flags ``abi`` knows; flags are only ever named, never "all"."""
+    if isinstance(flags, str):
+        raise LandlockError(f"flags: expected a list of names, got {flags!r}")
+    return _fit(FLAGS, "flag", _names_mask(FLAGS, flags, "flag", ""), abi, note)
+
+
+def _fit_fs_rules(
+    rules: Sequence[tuple[str, Sequence[str]]], handled: int, abi: int, note: str
+) -> tuple[tuple[tuple[str, int], ...], list[Dropped]]:
+    """Each path rule cut to the handled rights, and the rules left granting nothing."""
+    kept: list[tuple[str, int]] = []
+    skipped: list[Dropped] = []
+    for path, access in rules:
+        if isinstance(access, str):
+            raise LandlockError(f"rule for {path!r}: access must be a list of names")
+        allowed = handled & _names_mask(FS_RIGHTS, access, "fs", f" in the rule for {path!r}")
+        if allowed:
+            kept.append((path, allowed))
+        else:
+            skipped.append(_grants_nothing(f"fs_rule {path}", access, abi, note))
+    return tuple(kept), skipped
+
+
+def _fit_net_rules(
+    rules: Sequence[tuple[int, Sequence[str]]], handled: int, abi: int, note: str
+) -> tuple[tuple[tuple[int, int], ...], list[Dropped]]:
+    """Each port rule cut to the handled rights, and the rules left granting nothing."""
+    kept: list[tuple[int, int]] = []
+    skipped: list[Dropped] = []
+    for port, access in rules:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 0xFFFF:
+            raise LandlockError(f"net rule port {port!r} is not an integer 0..65535")
+        if isinstance(access, str):
+            raise LandlockError(f"rule for port {port}: access must be a list of names")
+        allowed = handled & _names_mask(NET_RIGHTS, access, "net", f" in the rule for port {port}")
+        if allowed:
+            kept.append((port, allowed))
+        else:
+            skipped.append(_grants_nothing(f"net_rule {port}", access, abi, note))
+    return tuple(kept), skipped
+
+
+def _grants_nothing(item: str, access: Sequence[str], abi: int, note: str) -> Dropped:
+    return Dropped(
+        item,
+        f"none of its rights ({', '.join(access) or 'none'}) are handled "
+        f"at ABI {abi}{note}, so the rule would grant nothing",
+    )
+
+
+def _unenforced(abi: int, note: str, flags: int) -> list[Dropped]:
+    """What is lost when nothing is left to handle: Landlock itself, and every flag."""
+    # Restricting nothing is not a ruleset the kernel accepts; it must be
+    # visible, because the caller gets no confinement at all from Landlock.
+    gone = Dropped(
+        "landlock",
+        f"nothing is left to restrict at ABI {abi}{note}; Landlock is not enforced",
+    )
+    return [
+        gone,
+        *(
+            Dropped(f"flag.{n}", "no Landlock domain is created, so it has no effect")
+            for n in mask_names(FLAGS, flags)
+        ),
+    ]
 
 
 # --------------------------------------------------------------------------- kernel
