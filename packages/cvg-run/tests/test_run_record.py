@@ -44,6 +44,8 @@ def test_default_location_is_the_state_dir(identity: Identity, box: Box) -> None
 
 def test_record_path_option(identity: Identity, box: Box) -> None:
     target = box.share / "deeper" / "run.json"
+    target.parent.mkdir()
+    target.parent.chmod(0o777)
     policy = make_policy(box.share)
     ran = run_main(["-p", str(policy), "--record", str(target), "--", "sh", "-c", "exit 3"],
                    box=box, user=identity)  # fmt: skip
@@ -64,13 +66,23 @@ def test_record_path_option(identity: Identity, box: Box) -> None:
 
 
 def test_unwritable_record_keeps_the_tool_status(identity: Identity, box: Box) -> None:
-    blocker = box.share / "a-file"
-    blocker.write_text("")
-    target = blocker / "run.json"  # its parent is a file
-    ran = run_main(["--record", str(target), "--", "sh", "-c", "exit 4"], box=box, user=identity)
+    # The directory exists but no file can be made in it, by root either.
+    target = "/proc/self/run.json"
+    ran = run_main(["--record", target, "--", "sh", "-c", "exit 4"], box=box, user=identity)
     assert ran.rc == 4
     assert "cannot write the run record" in ran.err
     assert "Traceback" not in ran.err
+
+
+def test_a_record_path_under_a_file_is_refused_before_the_run(identity: Identity, box: Box) -> None:
+    blocker = box.share / "a-file"
+    blocker.write_text("")
+    marker = box.share / "ran"
+    target = blocker / "run.json"  # its parent is a file
+    ran = run_main(["--record", str(target), "--", "sh", "-c", f"touch {marker}"],
+                   box=box, user=identity)  # fmt: skip
+    assert ran.rc == 2 and not marker.exists()
+    assert ran.err.count("\n") == 1 and "--record" in ran.err
 
 
 def test_write_atomic_never_shows_half_a_file(tmp_path: Path) -> None:

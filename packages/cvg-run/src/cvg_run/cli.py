@@ -281,6 +281,7 @@ def _run(args: Options, command: list[str]) -> int:
 
     scratch = make_scratch(run_id)
     guard = None
+    reserved: record.Reserved | None = None
     try:
         try:
             notify_sock = None
@@ -308,6 +309,10 @@ def _run(args: Options, command: list[str]) -> int:
                     if args.trace:
                         variables = {"SCRATCH": scratch, "CWD": cwd}
                         tracer = _tracer(plan, variables, prepared, args.verbose)
+                    try:
+                        reserved = record.Reserved(record_path)
+                    except OSError:
+                        reserved = None  # written the usual way at the end, if it can be
                     outcome = supervise(
                         prepared,
                         command,
@@ -331,6 +336,10 @@ def _run(args: Options, command: list[str]) -> int:
                     prepared.close()
                     if tracer is not None:
                         tracer.close()
+    except BaseException:
+        if reserved is not None:
+            reserved.discard()  # no record will be written through it
+        raise
     finally:
         if guard is not None:
             guard.stop()  # closes its sockets when the run never started
@@ -345,7 +354,7 @@ def _run(args: Options, command: list[str]) -> int:
             _say(f"kept scratch directory {scratch}")
     extra = proxy.record_fields() if proxy is not None else None
     return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
-                   extra)  # fmt: skip
+                   extra, reserved)  # fmt: skip
 
 
 def _tracer(
@@ -415,6 +424,7 @@ def _finish(
     scratch: str | None,
     denials: list[dict[str, object]] | None = None,
     extra: dict[str, object] | None = None,
+    reserved: record.Reserved | None = None,
 ) -> int:
     rec = record.build(
         run_id=run_id,
@@ -433,7 +443,10 @@ def _finish(
     )
     rec.update(extra or {})  # the network.hosts proxy's connections
     try:
-        record.write_atomic(record_path, record.dumps(rec))
+        if reserved is not None:
+            reserved.write(record.dumps(rec))
+        else:
+            record.write_atomic(record_path, record.dumps(rec))
     except OSError as e:
         # The tool has run; its status stays the answer, but say the record is missing.
         _say(f"cannot write the run record {record_path}: {e.strerror}")

@@ -116,5 +116,41 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         raise
 
 
+class Reserved:
+    """A record's temporary file, opened before the tool starts: once the tool runs it
+    may lower this process's RLIMIT_NOFILE to 0/0, and then no descriptor can be made
+    to write the record (a rename needs none). :meth:`write` or :meth:`discard` it."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int = 0o600) -> None:
+        self.target = os.path.abspath(os.fspath(path))
+        parent, name = os.path.split(self.target)
+        os.makedirs(parent, exist_ok=True)
+        self.tmp = os.path.join(parent, f".{name}.{os.urandom(6).hex()}")
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+
+    def write(self, data: bytes) -> None:
+        """Write, fsync, rename into place (see :func:`write_atomic`)."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+            os.fsync(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+            os.replace(self.tmp, self.target)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
 def dumps(record: Mapping[str, Any]) -> bytes:
     return (json.dumps(record, indent=2, sort_keys=False) + "\n").encode()
