@@ -18,7 +18,8 @@ from probe_expect import ARCH, KERNEL_ABI, assert_feature
 
 from cvg_kernel.process import descendants
 from cvg_probe import FEATURES, run_probes
-from cvg_probe.probes import RunDetail, _get_subreaper, run_detailed, scratch_parents
+from cvg_probe._libc import get_subreaper
+from cvg_probe.probes import RunDetail, run_detailed, scratch_parents
 from cvg_schema import Facts, dumps, loads_as
 
 
@@ -121,7 +122,7 @@ def test_the_prober_itself_is_left_unconfined() -> None:
         return {
             **{k: status[k].strip() for k in keys},
             "limits": limits,
-            "subreaper": _get_subreaper(),
+            "subreaper": get_subreaper(),
             "sigxfsz": signal.getsignal(signal.SIGXFSZ),
         }
 

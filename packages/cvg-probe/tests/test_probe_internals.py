@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 
-from cvg_kernel import landlock
-from cvg_probe import probes
+from cvg_kernel import landlock, seccomp
+from cvg_kernel.process import PR_SET_NO_NEW_PRIVS
 from cvg_probe._fork import Outcome
+from cvg_probe._landlock import LandlockState, landlock_state
+from cvg_probe._landlock_flags import try_layer
+from cvg_probe._landlock_fs import _ANYTHING_BUT_DENIAL, FS_CHECKS, LandlockFsGroup
+from cvg_probe._libc import prctl
+from cvg_probe._seccomp import SeccompGroup
 from cvg_testing import in_child, needs_abi, require_abi
 
 
@@ -33,8 +38,8 @@ def test_other_thread_harness(tmp_path: Path, flags: list[str]) -> None:
     )
 
     def body() -> dict[str, str]:
-        probes._prctl(probes.PR_SET_NO_NEW_PRIVS, 1)
-        return probes.try_layer(ruleset, _make_reg, str(tmp_path / "f"), other_thread=True)
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        return try_layer(ruleset, _make_reg, str(tmp_path / "f"), other_thread=True)
 
     try:
         child = in_child(body)
@@ -48,32 +53,32 @@ def test_other_thread_harness(tmp_path: Path, flags: list[str]) -> None:
 
 
 @pytest.fixture
-def fs_group(tmp_path: Path) -> Iterator[probes.LandlockFsGroup]:
+def fs_group(tmp_path: Path) -> Iterator[LandlockFsGroup]:
     require_abi(3)
-    group = probes.LandlockFsGroup(probes.landlock_state(), str(tmp_path))
+    group = LandlockFsGroup(landlock_state(), str(tmp_path))
     try:
         yield group
     finally:
         group.close()
 
 
-def _fs_outcome(group: probes.LandlockFsGroup, **override: list[str]) -> Outcome:
+def _fs_outcome(group: LandlockFsGroup, **override: list[str]) -> Outcome:
     checks: dict[str, Any] = {}
     for c in group.checks:
         checks[c.right] = [
-            sorted(c.ok)[0] if c.ok != probes._ANYTHING_BUT_DENIAL else "ENOTTY",
+            sorted(c.ok)[0] if c.ok != _ANYTHING_BUT_DENIAL else "ENOTTY",
             c.denied,
         ]
     checks.update(override)
     return Outcome(report={"restrict": "OK", "checks": checks}, status=0)
 
 
-def test_fs_interpretation_accepts_the_expected_pattern(fs_group: probes.LandlockFsGroup) -> None:
+def test_fs_interpretation_accepts_the_expected_pattern(fs_group: LandlockFsGroup) -> None:
     features = fs_group.results(_fs_outcome(fs_group))
     assert all(f.proven for f in features), [f for f in features if not f.proven]
 
 
-def test_fs_denial_that_did_not_happen_is_not_proof(fs_group: probes.LandlockFsGroup) -> None:
+def test_fs_denial_that_did_not_happen_is_not_proof(fs_group: LandlockFsGroup) -> None:
     features = {f.name: f for f in fs_group.results(_fs_outcome(fs_group, read_file=["OK", "OK"]))}
     f = features["landlock.fs.read_file"]
     assert not f.proven
@@ -81,7 +86,7 @@ def test_fs_denial_that_did_not_happen_is_not_proof(fs_group: probes.LandlockFsG
     assert features["landlock.fs.write_file"].proven
 
 
-def test_fs_failed_control_is_not_proof(fs_group: probes.LandlockFsGroup) -> None:
+def test_fs_failed_control_is_not_proof(fs_group: LandlockFsGroup) -> None:
     out = _fs_outcome(fs_group, execute=["EACCES", "EACCES"], refer=["EXDEV", "EXDEV"])
     features = {f.name: f for f in fs_group.results(out)}
     assert not features["landlock.fs.execute"].proven
@@ -90,13 +95,13 @@ def test_fs_failed_control_is_not_proof(fs_group: probes.LandlockFsGroup) -> Non
     assert (features["landlock.fs.refer"].error or "").startswith("control failed")
 
 
-def test_fs_restrict_failure_fails_every_fs_feature(fs_group: probes.LandlockFsGroup) -> None:
+def test_fs_restrict_failure_fails_every_fs_feature(fs_group: LandlockFsGroup) -> None:
     out = Outcome(report={"restrict": "LandlockError: EPERM"}, status=0)
     features = fs_group.results(out)
     assert features and not any(f.proven for f in features)
 
 
-def test_timed_out_or_importing_child_proves_nothing(fs_group: probes.LandlockFsGroup) -> None:
+def test_timed_out_or_importing_child_proves_nothing(fs_group: LandlockFsGroup) -> None:
     good = _fs_outcome(fs_group)
     for bad in (
         Outcome(report=good.report, status=None, timed_out=True),
@@ -108,7 +113,7 @@ def test_timed_out_or_importing_child_proves_nothing(fs_group: probes.LandlockFs
 
 
 def test_arch_trap_needs_sigsys() -> None:
-    group = probes.SeccompGroup("x86_64", probes.seccomp.table("x86_64"))
+    group = SeccompGroup("x86_64", seccomp.table("x86_64"))
     try:
         base = {"install": "OK", "getpid": "OK"}
         returned = {f.name: f for f in group.results(
@@ -126,17 +131,17 @@ def test_arch_trap_needs_sigsys() -> None:
 
 
 def test_abi_shortfall_messages() -> None:
-    state = probes.LandlockState(kernel=7, effective=4, cap=4)
+    state = LandlockState(kernel=7, effective=4, cap=4)
     assert state.lacks(4) is None
     assert (
         state.lacks(6) == "needs Landlock ABI 6; this kernel offers 4 (capped by "
         "CVG_LANDLOCK_ABI_MAX=4)"
     )
-    assert probes.LandlockState(4, 4, None).lacks(5) == "needs Landlock ABI 5; this kernel offers 4"
-    assert probes.LandlockState(0, 0, None).lacks(1) == (
+    assert LandlockState(4, 4, None).lacks(5) == "needs Landlock ABI 5; this kernel offers 4"
+    assert LandlockState(0, 0, None).lacks(1) == (
         "needs Landlock ABI 1; this kernel offers no Landlock (ABI 0)"
     )
-    assert probes.LandlockState(7, 7, 9).lacks(8) == "needs Landlock ABI 8; this kernel offers 7"
+    assert LandlockState(7, 7, 9).lacks(8) == "needs Landlock ABI 8; this kernel offers 7"
 
 
 @pytest.mark.parametrize(("right", "kind"), [("make_char", "S_IFCHR"), ("make_block", "S_IFBLK")])
@@ -147,7 +152,7 @@ def test_device_checks_make_a_real_device(
     make_char (landlock-lsm/linux#63): its denial would prove nothing about devices."""
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr(os, "mknod", lambda _path, mode, dev: calls.append((mode, dev)))
-    (check,) = [c for c in probes.FS_CHECKS if c.right == right]
+    (check,) = [c for c in FS_CHECKS if c.right == right]
     check.op(str(tmp_path))
     ((mode, dev),) = calls
     assert stat.S_IFMT(mode) == getattr(stat, kind)
