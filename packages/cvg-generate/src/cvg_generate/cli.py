@@ -12,7 +12,7 @@ from typing import Final
 
 import click
 
-from cvg_schema.console import FiniteFloatRange, console
+from cvg_schema.console import Exit, FiniteFloatRange, console, invoke
 from cvg_schema.io import dumps, write_atomic
 
 from . import __version__
@@ -27,12 +27,6 @@ EXIT_INPUT: Final = 1
 EXIT_GAPS: Final = 1
 EXIT_USAGE: Final = 2
 MAX_NOTES: Final = 40
-
-
-class _Exit(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _err(line: str) -> None:
@@ -194,7 +188,7 @@ def _write(result: Generated, out: str | None) -> None:
         write_atomic(out, data)
     except OSError as e:
         _err(f"{PROG}: {out}: cannot write: {e.strerror or e}")
-        raise _Exit(EXIT_USAGE) from None
+        raise Exit(EXIT_USAGE) from None
 
 
 def _split(args: list[str]) -> tuple[list[str], list[str]]:
@@ -208,28 +202,8 @@ def _split(args: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``cvg-generate`` with ``argv`` (default: ``sys.argv[1:]``); return the status."""
     args, command = _split(list(sys.argv[1:] if argv is None else argv))
-    try:
-        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False, obj={"command": command})
-    except _Exit as e:
-        return e.status
-    except click.UsageError as e:
-        _err(f"{PROG}: {e.format_message()} (see '{PROG} --help')")
-        return EXIT_USAGE
-    except click.ClickException as e:
-        _err(f"{PROG}: {e.format_message()}")
-        return EXIT_USAGE
-    except click.Abort:
-        _err(f"{PROG}: aborted")
-        return EXIT_INPUT
-    except BrokenPipeError:
-        raise
-    except KeyboardInterrupt:
-        _err(f"{PROG}: interrupted")
-        return 130
-    except Exception as e:  # our own bug: still one line, no traceback
-        _err(f"{PROG}: internal error: {type(e).__name__}: {e}")
-        return EXIT_INPUT
-    return rv if isinstance(rv, int) else EXIT_OK
+    return invoke(cli, args, prog=PROG, failure=EXIT_INPUT, obj={"command": command},
+                  click_failure=EXIT_USAGE)  # fmt: skip
 
 
 def run() -> None:

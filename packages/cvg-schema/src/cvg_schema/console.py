@@ -68,15 +68,19 @@ def invoke(
     prog: str,
     failure: int,
     known: tuple[type[Exception], ...] = (),
+    obj: object = None,
+    click_failure: int | None = None,
 ) -> int:
     """Run ``command`` with ``argv`` (default ``sys.argv[1:]``) and return the status.
 
     ``failure`` is the status for refused input and internal errors; exceptions of the
     ``known`` types are the tool's own way of refusing, and their message is the line.
+    ``obj`` becomes the click context's ``obj``; ``click_failure`` is the status for a
+    click error that is not a usage error (default ``failure``).
     """
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = command.main(args=args, prog_name=prog, standalone_mode=False)
+        rv = command.main(args=args, prog_name=prog, standalone_mode=False, obj=obj)
     except Exit as e:
         return e.status
     except click.exceptions.Exit as e:
@@ -87,7 +91,7 @@ def invoke(
         return EXIT_USAGE
     except click.ClickException as e:
         _say(prog, e.format_message())
-        return failure
+        return failure if click_failure is None else click_failure
     except click.Abort:
         _say(prog, "aborted")
         return failure
