@@ -672,16 +672,6 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     }
 
 
-def cvg_versions() -> dict[str, str]:
-    found = {}
-    for dist in CVG_DISTS:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -735,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         measured = anyio.run(measure, args, Path(tmp))
     entry: dict[str, Any] = {
         **results_file.machine(),
-        "cvg_versions": cvg_versions(),
+        "cvg_versions": results_file.versions(CVG_DISTS),
         "euid": os.geteuid(),
         "measured_at": started.isoformat(timespec="seconds"),
         "runs": args.runs,

@@ -35,7 +35,6 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +55,6 @@ CLIENTS = 8
 SERVER = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
 DISTRIBUTIONS = ("cvg-mcp", "cvg-run", "mcp")
 TOKEN = "bench-token"
-
-
-def versions() -> dict[str, str]:
-    found = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
 
 
 def free_port() -> int:
@@ -267,7 +256,7 @@ def main() -> int:
     extra = measured["latency_true"]["mcp_minus_warm_ms"]["median"]
     entry: dict[str, Any] = {
         **results_file.machine(),
-        "versions": versions(),
+        "versions": results_file.versions(DISTRIBUTIONS),
         "euid": os.geteuid(),
         "measured_at": started.isoformat(timespec="seconds"),
         "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),

@@ -36,7 +36,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +82,7 @@ def summary_values(values: list[float]) -> dict[str, Any]:
 
 
 def versions() -> dict[str, str]:
-    found = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
+    return results_file.versions(DISTRIBUTIONS)
 
 
 def cvg_run_command() -> str:
@@ -120,8 +113,41 @@ def make_words(path: Path, size: int) -> int:
 Runner = Callable[[list[str]], tuple[int, bytes]]
 
 
-# Every package's source, compiled before timing (see main).
+# Every package's source, compiled before timing (see compile_sources).
 SOURCES = tuple(Path(__file__).resolve().parent.parent.glob("packages/*/src"))
+
+
+def compile_sources() -> None:
+    """Compile every package's bytecode before timing."""
+    # Measure what an installed cvg costs: with its bytecode compiled, as any
+    # package installer leaves it. Some shells (and CI) set
+    # PYTHONDONTWRITEBYTECODE, which would make every cold start recompile.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *map(str, sorted(SOURCES))], check=True
+    )
+
+
+def prepare_tmp(tmp: str) -> tuple[Path, Path, int]:
+    """Make ``tmp``/cwd with the words file in it; return it, the file and its word count."""
+    work = Path(tmp, "cwd")
+    work.mkdir()
+    # Private plan cache and run records for this process, the warm
+    # Sandbox's in-process compile and every cold cvg-run alike.
+    for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
+        Path(tmp, sub).mkdir()
+        os.environ[var] = str(Path(tmp, sub))
+    words_path = work / WORDS_FILE
+    return work, words_path, make_words(words_path, WORDS_SIZE)
+
+
+def base_workloads(words_path: Path) -> dict[str, list[str]]:
+    """The workloads every run benchmark times, by name."""
+    return {
+        "true": ["/usr/bin/true"],
+        "python3 -c pass": [PYTHON, "-c", "pass"],
+        "wc -w 1MiB": ["/usr/bin/wc", "-w", str(words_path)],
+    }
 
 
 def main() -> int:
@@ -142,33 +168,14 @@ def main() -> int:
         raise SystemExit(f"bench_run: {PYTHON} is needed (the same interpreter bare and confined)")
 
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
-    # Measure what an installed cvg costs: with its bytecode compiled, as any
-    # package installer leaves it. Some shells (and CI) set
-    # PYTHONDONTWRITEBYTECODE, which would make every cold start recompile.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", *map(str, sorted(SOURCES))], check=True
-    )
+    compile_sources()
     cvg_run = cvg_run_command()
     load_start = loadavg()
     started = datetime.now(UTC)
 
     with tempfile.TemporaryDirectory(prefix="cvg-bench-run-") as tmp:
-        work = Path(tmp, "cwd")
-        work.mkdir()
-        # Private plan cache and run records for this process, the warm
-        # Sandbox's in-process compile and every cold cvg-run alike.
-        for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
-            Path(tmp, sub).mkdir()
-            os.environ[var] = str(Path(tmp, sub))
-        words_path = work / WORDS_FILE
-        word_count = make_words(words_path, WORDS_SIZE)
-
-        workloads: dict[str, list[str]] = {
-            "true": ["/usr/bin/true"],
-            "python3 -c pass": [PYTHON, "-c", "pass"],
-            "wc -w 1MiB": ["/usr/bin/wc", "-w", str(words_path)],
-        }
+        work, words_path, word_count = prepare_tmp(tmp)
+        workloads = base_workloads(words_path)
 
         box = Sandbox(cwd=str(work))
 

@@ -38,12 +38,12 @@ from typing import Any
 import results_file  # benchmarks/ is on sys.path when run as a script
 from bench_run import (
     PYTHON,
-    SOURCES,
     WORDS_FILE,
-    WORDS_SIZE,
+    base_workloads,
+    compile_sources,
     cvg_run_command,
     loadavg,
-    make_words,
+    prepare_tmp,
     summary_ms,
     summary_values,
     versions,
@@ -75,28 +75,14 @@ def main() -> int:
         parser.error("--runs must be at least 1 and --warmup not negative")
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
     os.environ.pop("CVG_TRACE_MODE", None)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", *map(str, sorted(SOURCES))], check=True
-    )
+    compile_sources()
     cvg_run = cvg_run_command()
     load_start = loadavg()
     started = datetime.now(UTC)
 
     with tempfile.TemporaryDirectory(prefix="cvg-bench-trace-") as tmp:
-        work = Path(tmp, "cwd")
-        work.mkdir()
-        for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
-            Path(tmp, sub).mkdir()
-            os.environ[var] = str(Path(tmp, sub))
-        words_path = work / WORDS_FILE
-        word_count = make_words(words_path, WORDS_SIZE)
-        workloads: dict[str, list[str]] = {
-            "true": ["/usr/bin/true"],
-            "python3 -c pass": [PYTHON, "-c", "pass"],
-            "wc -w 1MiB": ["/usr/bin/wc", "-w", str(words_path)],
-            "python3 imports": [PYTHON, "-c", IMPORTS],
-        }
+        work, words_path, word_count = prepare_tmp(tmp)
+        workloads = {**base_workloads(words_path), "python3 imports": [PYTHON, "-c", IMPORTS]}
         record = Path(tmp, "run.json")
 
         def command(config: str, argv: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -1,5 +1,5 @@
-"""The per-machine results file every benchmark writes one key of, the machine each
-entry names, and the percentile every summary uses."""
+"""The per-machine results file every benchmark writes one key of, the machine and
+versions each entry names, and the percentile every summary uses."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import math
 import os
 import platform
 import socket
+from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,17 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
     }
+
+
+def versions(dists: Iterable[str]) -> dict[str, str]:
+    """The installed version of each distribution, or "not installed"."""
+    found = {}
+    for dist in dists:
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
 
 
 def default_path() -> Path:
