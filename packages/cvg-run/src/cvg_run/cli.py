@@ -21,6 +21,7 @@ from .supervisor import Outcome, not_started, resolve_command, supervise, tree_l
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from cvg_kernel.plan import Prepared
 
@@ -210,59 +211,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: Options, command: list[str]) -> int:
     cwd = os.path.abspath(args.cwd) if args.cwd else os.getcwd()
-    if not os.path.isdir(cwd):
-        _say(f"--cwd {args.cwd}: not a directory")
-        return 2
-    if args.record:
-        # Refused before the run, as other tools refuse an output file they cannot
-        # write: creating a mistyped directory tree, or finding out only after the
-        # tool has run, would both be worse. The state directory is cvg-run's own.
-        parent = os.path.dirname(os.path.abspath(args.record))
-        if not os.path.isdir(parent):
-            _say(f"--record {args.record}: no such directory {parent}")
-            return 2
-    home = os.path.expanduser("~")
+    refused = _refused_arguments(args, cwd)
+    if refused is not None:
+        return refused
     run_id = record.new_run_id()
     record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
-    denials: list[dict[str, object]] = []
-    if args.trace:
-        from cvg_trace.tool import StraceNotFound, find_strace
-
-        from .tracing.tracer import TraceUnavailable, trace_mode
-
-        try:
-            find_strace()
-            trace_mode()
-        except (StraceNotFound, TraceUnavailable) as e:
-            _say(f"--trace: {e}")
-            return EXIT_NOT_STARTED
-
     try:
-        planned = planning.plan_for(args.policy, cwd=cwd, home=home)
+        planned = planning.plan_for(args.policy, cwd=cwd, home=os.path.expanduser("~"))
     except planning.PolicyRefused as e:
         _say(str(e))
         return EXIT_NOT_STARTED
-    plan = planned.plan
     if args.verbose:
         source = "cache" if planned.cached else "compiled"
         _say(f"plan {planned.plan_digest[:19]} ({source}) for {args.policy or 'default policy'}")
-
-    degraded = plan.get("degraded") or []
-    # The embedded default is "the best this kernel offers": on a kernel without
-    # a mechanism it asks for (signal scoping before Landlock ABI 6, as on
-    # Ubuntu 24.04) it still runs, and the record lists what was degraded.
-    # A policy the user chose is refused instead, unless --allow-degraded.
-    if args.policy is None and degraded:
-        args.allow_degraded = True
-    if degraded and (args.policy is not None or args.verbose):
-        for item in degraded:
-            rule = f" [{item['rule']}]" if item.get("rule") else ""
-            _say(f"degraded{rule}: {item['item']}: {item['reason']}")
-    if degraded and not args.allow_degraded:
-        _say(
-            "refusing to run: this kernel cannot enforce the policy fully "
-            "(use --allow-degraded to run anyway)"
-        )
+    if _refused_as_degraded(args, planned.plan):
         return _finish(args, planned, command, cwd, run_id, record_path,
                        not_started("policy degraded on this kernel"), None)  # fmt: skip
 
@@ -277,11 +239,84 @@ def _run(args: Options, command: list[str]) -> int:
             return _finish(args, planned, command, cwd, run_id, record_path,
                            not_started(f"network.hosts proxy: {e}"), None)  # fmt: skip
         planned = proxy.patched(planned)  # plus a connect rule for its port, this run only
-        plan = planned.plan
 
     scratch = make_scratch(run_id)
+    try:
+        outcome, denials, reserved = _confined(args, planned.plan, command, cwd, scratch,
+                                               record_path)  # fmt: skip
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        if not args.keep_scratch:
+            _remove_scratch(scratch)
+        elif args.verbose:
+            _say(f"kept scratch directory {scratch}")
+    extra = proxy.record_fields() if proxy is not None else None
+    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
+                   extra, reserved)  # fmt: skip
+
+
+def _refused_arguments(args: Options, cwd: str) -> int | None:
+    """A status when the command line cannot run at all (say why), else None."""
+    if not os.path.isdir(cwd):
+        _say(f"--cwd {args.cwd}: not a directory")
+        return 2
+    if args.record:
+        # Refused before the run, as other tools refuse an output file they cannot
+        # write: creating a mistyped directory tree, or finding out only after the
+        # tool has run, would both be worse. The state directory is cvg-run's own.
+        parent = os.path.dirname(os.path.abspath(args.record))
+        if not os.path.isdir(parent):
+            _say(f"--record {args.record}: no such directory {parent}")
+            return 2
+    if args.trace:
+        from cvg_trace.tool import StraceNotFound, find_strace
+
+        from .tracing.tracer import TraceUnavailable, trace_mode
+
+        try:
+            find_strace()
+            trace_mode()
+        except (StraceNotFound, TraceUnavailable) as e:
+            _say(f"--trace: {e}")
+            return EXIT_NOT_STARTED
+    return None
+
+
+def _refused_as_degraded(args: Options, plan: dict[str, Any]) -> bool:
+    """Say what this kernel cannot enforce; True when that refuses the run."""
+    degraded = plan.get("degraded") or []
+    # The embedded default is "the best this kernel offers": on a kernel without a
+    # mechanism it asks for it still runs, and the record lists what was degraded.
+    # A policy the user chose is refused instead, unless --allow-degraded.
+    if args.policy is None and degraded:
+        args.allow_degraded = True
+    if degraded and (args.policy is not None or args.verbose):
+        for item in degraded:
+            rule = f" [{item['rule']}]" if item.get("rule") else ""
+            _say(f"degraded{rule}: {item['item']}: {item['reason']}")
+    if degraded and not args.allow_degraded:
+        _say(
+            "refusing to run: this kernel cannot enforce the policy fully "
+            "(use --allow-degraded to run anyway)"
+        )
+        return True
+    return False
+
+
+def _confined(
+    args: Options,
+    plan: dict[str, Any],
+    command: list[str],
+    cwd: str,
+    scratch: str,
+    record_path: str,
+) -> tuple[Outcome, list[dict[str, object]], record.Reserved | None]:
+    """Prepare the plan, start the tool confined and supervise it to its end: the
+    outcome, the trace's denials, and the record's file when it could be opened first."""
     guard = None
     reserved: record.Reserved | None = None
+    denials: list[dict[str, object]] = []
     try:
         try:
             notify_sock = None
@@ -293,49 +328,48 @@ def _run(args: Options, command: list[str]) -> int:
                 guard.program, guard.arch = prepared.filter.errno_program, prepared.filter.arch
         except (PlanError, OSError) as e:
             _say(f"cannot apply the plan: {e}")
-            outcome = not_started(str(e))
-        else:
-            problem = resolve_command(command[0], prepared.env.get("PATH"), cwd)
-            if problem is not None:
-                prepared.close()  # its Landlock ruleset descriptor, never used now
-                status, message = problem
-                _say(message)
-                meaning = "not_found" if status == 127 else "not_executable"
-                outcome = Outcome(status, meaning, detail=message)
-                outcome.started = outcome.ended = time.time()
-            else:
-                tracer = None
-                try:
-                    if args.trace:
-                        variables = {"SCRATCH": scratch, "CWD": cwd}
-                        tracer = _tracer(plan, variables, prepared, args.verbose)
-                    try:
-                        reserved = record.Reserved(record_path)
-                    except OSError:
-                        reserved = None  # written the usual way at the end, if it can be
-                    outcome = supervise(
-                        prepared,
-                        command,
-                        cwd=cwd,
-                        wall_clock=plan.get("wall_clock_seconds"),
-                        processes=plan.get("processes"),
-                        totals=tree_limits(plan),
-                        tracer=tracer,
-                        guard=guard,
-                    )
-                    if outcome.meaning in ("not_found", "not_executable", "not_started"):
-                        _say(outcome.detail or outcome.meaning)
-                    elif outcome.meaning in ("wall_clock", "limit"):
-                        _say(f"ended the run: {outcome.detail}")
-                    if tracer is not None:
-                        denials = tracer.finish(outcome.meaning, outcome.detail)
-                        if args.verbose:
-                            _say(f"trace ({tracer.mode} mode): {len(denials)} distinct failed "
-                                 "calls recorded")  # fmt: skip
-                finally:
-                    prepared.close()
-                    if tracer is not None:
-                        tracer.close()
+            return not_started(str(e)), denials, None
+        problem = resolve_command(command[0], prepared.env.get("PATH"), cwd)
+        if problem is not None:
+            prepared.close()  # its Landlock ruleset descriptor, never used now
+            status, message = problem
+            _say(message)
+            meaning = "not_found" if status == 127 else "not_executable"
+            outcome = Outcome(status, meaning, detail=message)
+            outcome.started = outcome.ended = time.time()
+            return outcome, denials, None
+        tracer = None
+        try:
+            if args.trace:
+                tracer = _tracer(plan, {"SCRATCH": scratch, "CWD": cwd}, prepared, args.verbose)
+            try:
+                reserved = record.Reserved(record_path)
+            except OSError:
+                reserved = None  # written the usual way at the end, if it can be
+            outcome = supervise(
+                prepared,
+                command,
+                cwd=cwd,
+                wall_clock=plan.get("wall_clock_seconds"),
+                processes=plan.get("processes"),
+                totals=tree_limits(plan),
+                tracer=tracer,
+                guard=guard,
+            )
+            if outcome.meaning in ("not_found", "not_executable", "not_started"):
+                _say(outcome.detail or outcome.meaning)
+            elif outcome.meaning in ("wall_clock", "limit"):
+                _say(f"ended the run: {outcome.detail}")
+            if tracer is not None:
+                denials = tracer.finish(outcome.meaning, outcome.detail)
+                if args.verbose:
+                    _say(f"trace ({tracer.mode} mode): {len(denials)} distinct failed "
+                         "calls recorded")  # fmt: skip
+        finally:
+            prepared.close()
+            if tracer is not None:
+                tracer.close()
+        return outcome, denials, reserved
     except BaseException:
         if reserved is not None:
             reserved.discard()  # no record will be written through it
@@ -346,15 +380,6 @@ def _run(args: Options, command: list[str]) -> int:
             if guard.error:
                 _say(f"the supervisor stopped deciding {', '.join(guard.calls)} calls "
                      f"(they failed with ENOSYS from then on): {guard.error}")  # fmt: skip
-        if proxy is not None:
-            proxy.stop()
-        if not args.keep_scratch:
-            _remove_scratch(scratch)
-        elif args.verbose:
-            _say(f"kept scratch directory {scratch}")
-    extra = proxy.record_fields() if proxy is not None else None
-    return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
-                   extra, reserved)  # fmt: skip
 
 
 def _tracer(
