@@ -576,7 +576,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 configs[name] = await setup(name, stack, spawn, work, tmp, args)
             except NotAvailable as e:
                 unavailable[name] = str(e)
-            except Exception as e:  # a peer's own failure is a result, not a crash
+            except Exception as e:  # noqa: BLE001 - a peer's own failure is a result, not a crash
                 unavailable[name] = f"{type(e).__name__}: {first_line(str(e))}"
         if "bare" not in configs:
             raise SystemExit("bench: the bare configuration is needed for the ratios")

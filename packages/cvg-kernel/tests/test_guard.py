@@ -159,7 +159,7 @@ def test_a_supervised_plan_refuses_to_apply_without_a_listener() -> None:
             os._exit(0)
         except PlanError:
             os._exit(3)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             os._exit(4)
     prepared.close()
     _, status = os.waitpid(pid, 0)

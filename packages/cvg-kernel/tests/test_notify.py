@@ -106,7 +106,7 @@ def _tool(
             prepared.apply()
         os.read(gate_r, 1)  # the supervisor is ready
         payload: dict[str, Any] = {"value": fn()}
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
         payload = {"error": traceback.format_exc()}
         code = 70
     try:

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
-from cvg_trace.events import RawEvent
 
 from cvg_observe.learning import Judge, learning_plan, secret_paths
 from cvg_policy.expand import inside
+from cvg_trace.events import RawEvent
 
 
 @pytest.fixture

@@ -299,12 +299,12 @@ def start(
             try:
                 payload: dict[str, Any] = {"value": fn()}
                 code = 0
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
                 payload = {"error": traceback.format_exc()}
             data = json.dumps(payload).encode()
             while data:
                 data = data[os.write(rep, data) :]
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             os.write(2, traceback.format_exc().encode())
         finally:
             try:

@@ -23,7 +23,6 @@ import threading  # noqa: F401
 from pathlib import Path
 from typing import Any
 
-import cvg_trace.tool  # noqa: F401
 import pytest
 from runhelp import PY, Box, Ran, load_record, make_policy, procs_with, run_main, start, token
 
@@ -33,6 +32,7 @@ import cvg_run.tracing.denials
 import cvg_run.tracing.judge
 import cvg_run.tracing.launch
 import cvg_run.tracing.tracer  # noqa: F401
+import cvg_trace.tool  # noqa: F401
 
 pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from cvg_trace.parse import Fd, Record, TraceParser, parse_fd, split_args, string_arg, unescape
 
 

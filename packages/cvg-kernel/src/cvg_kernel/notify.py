@@ -478,7 +478,7 @@ class Serving:
                 stop_fd=self._stop_r,
                 supervised=self._supervised,
             )
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - re-raised by join(): a failure in reporting is never silent
             self._error = e
 
     def stop(self) -> None:

@@ -427,7 +427,7 @@ class Service:
             raise Unavailable(f"run {run_id}: its record is not a valid cvg.run: {e}") from None
         try:
             result = explain(rec, policy_text=made.policy_text, policy_path=made.policy_path)
-        except Exception as e:  # cvg-explain's own failure, said in one line
+        except Exception as e:  # noqa: BLE001 - cvg-explain's own failure, said in one line
             raise Unavailable(f"cvg-explain failed on run {run_id}: {e}") from None
         dumped: dict[str, Any] = result.model_dump(mode="json", exclude_none=True)
         return dumped

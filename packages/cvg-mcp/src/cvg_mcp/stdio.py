@@ -166,7 +166,7 @@ def _why(exc: Exception) -> str:
     if callable(errors):
         try:
             first = errors(include_url=False, include_input=False)[0]
-        except Exception:  # any other shape: fall back to the text
+        except Exception:  # noqa: BLE001 - any other shape: fall back to the text
             first = None
         if isinstance(first, dict):
             where = ".".join(str(p) for p in first.get("loc", ()))

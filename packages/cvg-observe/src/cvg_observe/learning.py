@@ -23,13 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from cvg_trace.events import RawEvent
-
 from cvg_policy.compile import WRITE_RIGHTS, compile_report
 from cvg_policy.expand import inside
 from cvg_policy.secrets import HOME_SECRETS, SYSTEM_SECRETS, passwd_home, secret_paths
 from cvg_policy.variables import context
 from cvg_schema import Policy
+from cvg_trace.events import RawEvent
 
 __all__ = [
     "HOME_SECRETS",

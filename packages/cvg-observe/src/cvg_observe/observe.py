@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, Final
 
 import orjson
+from pydantic import ValidationError
+
+from cvg_schema import Event, Executable, Observation
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
 from cvg_trace.tool import strace_version
-from pydantic import ValidationError
-
-from cvg_schema import Event, Executable, Observation
 
 from .elf import executable_chain
 

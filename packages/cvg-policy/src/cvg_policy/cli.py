@@ -84,7 +84,7 @@ def _probe() -> Facts:
 
     try:
         facts = probe()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - probing failed, whatever the reason: said in one line
         _err(f"{PROG}: probing this kernel failed: {e} (pass --facts FILE from cvg-probe)")
         raise Exit(EXIT_INVALID) from None
     if not isinstance(facts, Facts):  # pragma: no cover - a contract check

@@ -116,11 +116,11 @@ def _child_main(body: Body, wfd: int, before: frozenset[str]) -> None:
 
     try:
         send(body(send))
-    except BaseException as e:  # a child never returns into the caller's code
+    except BaseException as e:  # noqa: BLE001 - a child never returns into the caller's code
         code = EXIT_BODY_FAILED
         try:
             send({"_error": f"{type(e).__name__}: {e}"})
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             pass
     finally:
         os._exit(code)

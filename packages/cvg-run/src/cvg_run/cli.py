@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, command)
     except KeyboardInterrupt:
         return 128 + 2
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - an internal error is still one line
         # cvg_schema.console.internal_error's rule, without importing click on this path.
         if os.environ.get("CVG_DEBUG", "") not in ("", "0"):
             import traceback

@@ -71,7 +71,7 @@ class Guarding:
                 stop_fd=self._stop_r,
                 supervised=self.calls,
             )
-        except Exception as e:  # reported in the record; the tool's calls fail meanwhile
+        except Exception as e:  # noqa: BLE001 - reported in the record; the tool's calls fail meanwhile
             self.error = f"{type(e).__name__}: {e}"
 
     def stop(self) -> None:

@@ -94,7 +94,7 @@ def _confined_child(prepared: Prepared, sock: socket.socket, err_w: int) -> None
         except OSError as e:
             status = exec_status(e)
             message = exec_failure(request["argv"][0], e)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         message = f"confinement failed: {e}"
     try:
         os.write(err_w, f"{status} {message}".encode()[:4000])
@@ -186,7 +186,7 @@ def _runner(
             reply.send(payload)
         except OSError:
             pass
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         status = 1
         try:
             os.write(2, f"cvg-run helper: runner failed: {e}\n".encode())
@@ -223,7 +223,7 @@ def _supervise_started(
         try:
             outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan),
                             reserve=reserve)  # fmt: skip
-        except Exception as e:  # whatever failed, the tree still ends and the run has a record
+        except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
             outcome = failed(f"{type(e).__name__}: {e}")
     if failure:
         outcome = start_failure(failure)

@@ -416,7 +416,7 @@ class Proxy:
                 self._connect_next(conn, e)
             else:
                 self._close(conn, f"connection error: {_why(e)}")
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - reported, never silent
             # A fault here must cost this connection, never the loop every other
             # connection of the run depends on.
             self._close(conn, f"internal error: {type(e).__name__}: {e}")
@@ -594,7 +594,7 @@ class Proxy:
         # On a resolver thread: hand the answer to the loop.
         try:
             result: list[str] | BaseException = list(future.result())
-        except BaseException as e:  # any failure is an answer
+        except BaseException as e:  # noqa: BLE001 - any failure is an answer
             result = e
         self._done.append((conn, result))
         try:

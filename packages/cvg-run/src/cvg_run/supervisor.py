@@ -175,7 +175,7 @@ def _child(prepared: Prepared, argv: Sequence[str], cwd: str | None, err_w: int)
         except OSError as e:
             status = exec_status(e)
             message = exec_failure(argv[0], e)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         message = f"confinement failed: {e}"
     try:
         os.write(err_w, f"{status} {message}".encode()[:4000])
@@ -291,7 +291,7 @@ def _watched(
             tracer.start(trace_r)
             outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve)
             strace_left = _running(pid)
-    except Exception as e:  # whatever failed, the tree still ends and the run has a record
+    except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
         outcome = failed(f"{type(e).__name__}: {e}")
     finally:
         killed = kill_tree(reserve=reserve)
@@ -351,7 +351,7 @@ def _strace_child(strace_argv: list[str], cwd: str | None, err_w: int, keep: lis
         for fd in keep:
             os.set_inheritable(fd, True)
         os.execv(strace_argv[0], strace_argv)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         message = f"cannot start strace: {e}"
     try:
         os.write(err_w, f"{EXIT_NOT_STARTED} {message}".encode()[:4000])

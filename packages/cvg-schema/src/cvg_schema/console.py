@@ -107,7 +107,7 @@ def invoke(
         where = f"{e.filename}: " if e.filename else ""
         _say(prog, f"{where}{e.strerror or e}")
         return failure
-    except Exception as e:  # our own bug: one line, the traceback only when asked for
+    except Exception as e:  # noqa: BLE001 - our own bug: one line, the traceback only when asked for
         internal_error(prog, e)
         return failure
     return rv if isinstance(rv, int) else 0

@@ -67,7 +67,7 @@ def in_child(fn: Callable[[], Any], *, user: pwd.struct_passwd | None = None) ->
             if user is not None:
                 drop_to(user)
             payload = {"value": fn()}
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             payload = {"error": traceback.format_exc()}
             code = 70
         try:
@@ -137,7 +137,7 @@ def spawn(
             if before is not None:
                 before()
             code = fn()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             os.write(2, traceback.format_exc().encode())
         finally:
             try:

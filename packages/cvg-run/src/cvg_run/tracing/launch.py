@@ -95,7 +95,7 @@ def main(argv: Sequence[str]) -> None:
         except OSError as e:
             status = exec_status(e)
             message = exec_failure(command[0], e)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         message = f"confinement failed: {e}"
     try:
         if err_fd >= 0:

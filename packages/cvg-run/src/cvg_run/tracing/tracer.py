@@ -260,7 +260,7 @@ class Tracer:
                 stop_fd=self._stop_r,
                 supervised=self.supervised,
             )
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the notification loop's failure is reported, not raised in a thread
             self.notify_error = f"{type(e).__name__}: {e}"
 
     @property
