@@ -11,7 +11,7 @@ each Landlock ABI of the cell (the native one, and with --matrix 4 and 6
 through CVG_LANDLOCK_ABI_MAX: a simulation on a newer kernel).
 
 Outcomes per cell: contained, escaped, documented-limit (the oracle fired, but
-only through a limit DESIGN.md documents), not-proven (the oracle did not fire
+only through a limit docs/design.md documents), not-proven (the oracle did not fire
 even without a sandbox on this host). Exit status 1 on any escape.
 
 Must run as root: it runs every attack as root and as the unprivileged user
@@ -71,7 +71,7 @@ REFUSED = 125  # cvg-run's status when it refuses to start the tool (bad or degr
 sys.path.insert(0, str(HERE))
 import probes  # noqa: E402
 
-# The limits DESIGN.md ("What is enforced, and what is not") documents. An oracle
+# The limits docs/design.md ("What is enforced, and what is not") documents. An oracle
 # that fires in a cell counts as documented-limit only when the attack names one
 # of these and it applies in that cell.
 LIMITS = {
@@ -100,12 +100,6 @@ LIMITS = {
         '--allow-degraded (README, "What cvg does not enforce")',
         lambda abi, pol: abi < 6 and pol == "unix",
     ),
-    "listen-autobind": (
-        "with tcp_bind granted, listen() on a TCP socket never bound binds an ephemeral "
-        "port that Landlock's bind rule does not see (README, \"What cvg does not "
-        'enforce"); with no tcp_bind and no unix sockets seccomp refuses listen()',
-        lambda abi, pol: pol == "workspace",
-    ),
     "public-process-info": (
         "scheduling facts and ids of other processes are public, as in /proc (the census "
         "allows getpgid, getsid, capget, getpriority, ioprio_get and the sched_get* calls)",
@@ -113,11 +107,11 @@ LIMITS = {
     ),
     "unix-path": (
         "pathname UNIX sockets are not path-checked below ABI 9 when network.unix "
-        "is granted (DESIGN.md policy comment on `unix`; KERNEL-NOTES.md section 4)",
+        "is granted (docs/policy.md, network; docs/kernel-notes.md, Landlock)",
         lambda abi, pol: abi < 9 and pol == "unix",
     ),
 }
-LIMIT_DOC = 'DESIGN.md, section "What is enforced, and what is not"'
+LIMIT_DOC = 'docs/design.md, "What is enforced, and what is not"'
 
 
 # --------------------------------------------------------------------------- attacks
@@ -515,7 +509,7 @@ def run_job(job: dict) -> dict:
     """Run one attack once (baseline or sandboxed) and judge it by its oracle."""
     try:
         return _run_job(job)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a job's own failure is reported as its result, never a crash of the matrix
         import traceback
 
         return {
