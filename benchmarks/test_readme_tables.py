@@ -39,14 +39,20 @@ def test_readme_tables_match_results() -> None:
     )
 
 
-def test_check_notices_drift(tmp_path: Path) -> None:
-    """The check is not vacuous: a changed number makes it fail, re-rendering fixes it."""
+def _copies(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the README and of the results directory under ``tmp_path``."""
     results = tmp_path / "results"
     results.mkdir()
     for path in sorted(render.RESULTS.glob("*.json")):
         (results / path.name).write_text(path.read_text())
     readme = tmp_path / "README.md"
     readme.write_text(render.README.read_text())
+    return readme, results
+
+
+def test_check_notices_drift(tmp_path: Path) -> None:
+    """The check is not vacuous: a changed number makes it fail, re-rendering fixes it."""
+    readme, results = _copies(tmp_path)
     assert render.check(readme, results) == []
 
     hosts = render.load_hosts(results, None)
@@ -66,12 +72,7 @@ def test_check_notices_drift(tmp_path: Path) -> None:
 def test_each_rendered_key_is_checked(tmp_path: Path, key: str) -> None:
     """A change under any rendered key (bench.py's peers, the false-denial suite, ...)
     makes the check fail until the README is rendered again."""
-    results = tmp_path / "results"
-    results.mkdir()
-    for path in sorted(render.RESULTS.glob("*.json")):
-        (results / path.name).write_text(path.read_text())
-    readme = tmp_path / "README.md"
-    readme.write_text(render.README.read_text())
+    readme, results = _copies(tmp_path)
     with_key = [(stem, data) for stem, data in render.load_hosts(results, None) if key in data]
     if not with_key:
         pytest.skip(f"no results file has {key!r}")

@@ -60,13 +60,8 @@ def markdown_files() -> list[Path]:
 
 def _prose_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) outside fenced code blocks, with inline code removed."""
-    fenced = False
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        if not fenced:
-            yield n, _INLINE_CODE.sub("", line)
+    for n, line in _prose_lines_with_code(path):
+        yield n, _INLINE_CODE.sub("", line)
 
 
 def slug(heading: str) -> str:
@@ -94,6 +89,7 @@ def anchors(path: Path) -> set[str]:
 
 
 def _prose_lines_with_code(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) outside fenced code blocks."""
     # Headings keep their inline code (`cvg-run` in a heading is part of its anchor).
     fenced = False
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
