@@ -14,8 +14,9 @@ import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
+from cvg_kernel.interpreter import exec_interpreter
 from cvg_kernel.seccomp import DENY_REASONS
 from cvg_schema.run import Connection, Denial
 
@@ -291,34 +292,7 @@ def _interpreter_of(d: Denial, path: str) -> str | None:
     m = _INTERP_NOTE.search(d.detail or "")
     if m is not None:
         return m.group(1)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except (OSError, ValueError):
-        return None
-    if head.startswith(b"#!"):
-        words = head[2:].split(b"\n", 1)[0].split()
-        return os.fsdecode(words[0]) if words and words[0].startswith(b"/") else None
-    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
-        return None
-    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
-    phoff = int.from_bytes(head[32:40], order)
-    phentsize = int.from_bytes(head[54:56], order)
-    for i in range(min(int.from_bytes(head[56:58], order), 64)):
-        off = phoff + i * phentsize
-        if off + 40 > len(head):
-            return None
-        if int.from_bytes(head[off : off + 4], order) == 3:  # PT_INTERP
-            start = int.from_bytes(head[off + 8 : off + 16], order)
-            size = int.from_bytes(head[off + 32 : off + 40], order)
-            try:
-                with open(path, "rb") as f:
-                    f.seek(start)
-                    raw = f.read(min(size, 4096))
-            except (OSError, ValueError, OverflowError):
-                return None
-            return os.fsdecode(raw.split(b"\0", 1)[0]) or None
-    return None
+    return exec_interpreter(path)
 
 
 def _write_verb(right: str) -> str:

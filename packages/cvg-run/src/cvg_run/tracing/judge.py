@@ -25,11 +25,11 @@ import posixpath
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from cvg_trace.events import RawEvent
-
+from cvg_kernel.interpreter import exec_interpreter
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
+from cvg_trace.events import RawEvent
 
 __all__ = ["RULE_OF_RIGHT", "Judge", "Verdict"]
 
@@ -95,17 +95,6 @@ class Verdict:
         return self.mechanism != "none"
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    lt = text.find("<")
-    if lt >= 0:
-        text = text[:lt]
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
-
-
 _PROC_SELF: Final = ("/proc/self", "/proc/thread-self")
 
 
@@ -141,41 +130,6 @@ def _handled(value: object, every: Sequence[str]) -> frozenset[str]:
     if isinstance(value, list):
         return frozenset(str(v) for v in value)
     return frozenset()
-
-
-def _interpreter(path: str) -> str | None:
-    """The program the kernel also has to open for exec: a script's ``#!``
-    interpreter, or an ELF file's PT_INTERP (its dynamic loader)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return None
-    if head.startswith(b"#!"):
-        line = head[2:].split(b"\n", 1)[0].strip()
-        word = line.split(None, 1)[0] if line else b""
-        return os.fsdecode(word) if word.startswith(b"/") else None
-    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:  # ELF64 only
-        return None
-    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
-    phoff = int.from_bytes(head[32:40], order)
-    phentsize = int.from_bytes(head[54:56], order)
-    phnum = int.from_bytes(head[56:58], order)
-    for i in range(min(phnum, 64)):
-        off = phoff + i * phentsize
-        if off + 56 > len(head):
-            return None
-        if int.from_bytes(head[off : off + 4], order) == 3:  # PT_INTERP
-            p_offset = int.from_bytes(head[off + 8 : off + 16], order)
-            p_filesz = int.from_bytes(head[off + 32 : off + 40], order)
-            try:
-                with open(path, "rb") as f:
-                    f.seek(p_offset)
-                    raw = f.read(min(p_filesz, 4096))
-            except OSError:
-                return None
-            return os.fsdecode(raw.split(b"\0", 1)[0]) or None
-    return None
 
 
 def _uids_of(pid: int) -> set[int] | None:
@@ -398,7 +352,7 @@ class Judge:
             right = self._missing(path, ("execute",))
             if right is not None:
                 return self._fs(what, right)
-            interp = _interpreter(path)
+            interp = exec_interpreter(path)
             if interp is not None and self._missing(interp, ("execute",)):
                 v = self._fs(what, "execute", interp)
                 v.reason = f"its interpreter {interp}: " + v.reason
