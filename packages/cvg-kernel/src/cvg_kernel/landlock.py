@@ -700,37 +700,35 @@ def _add_path_rule(
                     "not a directory, and none of its rights apply to a file "
                     f"(a file accepts only {', '.join(sorted(FILE_RIGHTS))})",
                 )
-        attr = _PathBeneathAttr(allowed, pfd)
-        try:
-            libc.syscall(
-                _nr("landlock_add_rule"),
-                ctypes.c_long(ruleset_fd),
-                ctypes.c_long(_RULE_PATH_BENEATH),
-                ctypes.byref(attr),
-                ctypes.c_long(0),
-            )
-        except OSError as e:
-            raise _kernel_error(
-                f"landlock_add_rule({path!r}, {'|'.join(mask_names(FS_RIGHTS, allowed))})",
-                e.errno or 0,
-            ) from None
+        _add_rule(
+            ruleset_fd,
+            _RULE_PATH_BENEATH,
+            _PathBeneathAttr(allowed, pfd),
+            f"{path!r}, {'|'.join(mask_names(FS_RIGHTS, allowed))}",
+        )
         return allowed
     finally:
         os.close(pfd)
 
 
 def _add_net_rule(ruleset_fd: int, port: int, allowed: int) -> None:
-    attr = _NetPortAttr(allowed, port)  # host byte order, as the kernel expects
+    _add_rule(
+        ruleset_fd,
+        _RULE_NET_PORT,
+        _NetPortAttr(allowed, port),  # host byte order, as the kernel expects
+        f"port {port}, {'|'.join(mask_names(NET_RIGHTS, allowed))}",
+    )
+
+
+def _add_rule(ruleset_fd: int, rule_type: int, attr: ctypes.Structure, what: str) -> None:
+    """landlock_add_rule; a refusal raises the kernel error naming the call with ``what``."""
     try:
         libc.syscall(
             _nr("landlock_add_rule"),
             ctypes.c_long(ruleset_fd),
-            ctypes.c_long(_RULE_NET_PORT),
+            ctypes.c_long(rule_type),
             ctypes.byref(attr),
             ctypes.c_long(0),
         )
     except OSError as e:
-        raise _kernel_error(
-            f"landlock_add_rule(port {port}, {'|'.join(mask_names(NET_RIGHTS, allowed))})",
-            e.errno or 0,
-        ) from None
+        raise _kernel_error(f"landlock_add_rule({what})", e.errno or 0) from None
