@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,41 @@ def make_words(path: Path, size: int) -> int:
     data = data[: data.rfind(b"\n") + 1].ljust(size, b"\n")
     path.write_bytes(data)
     return len(data.split())
+
+
+def recorded_workloads(workloads: dict[str, list[str]], words_path: Path) -> dict[str, list[str]]:
+    """The workloads as a results entry names them: the words file by its name alone."""
+    return {
+        name: [WORDS_FILE if a == str(words_path) else a for a in argv]
+        for name, argv in workloads.items()
+    }
+
+
+def results_ms(
+    samples: dict[str, dict[str, list[int]]], configs: Sequence[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each workload's samples (ns) summarised in ms, config by config."""
+    return {name: {c: summary_ms(by[c]) for c in configs} for name, by in samples.items()}
+
+
+def timing_fields(
+    started: datetime, runs: int, warmup: int, load_start: list[float], load_end: list[float]
+) -> dict[str, Any]:
+    """What an interleaved-rounds entry says about what was timed, when and how."""
+    return {
+        "cvg_versions": versions(),
+        "euid": os.geteuid(),
+        "measured_at": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
+        "runs": runs,
+        "warmup_rounds": warmup,
+        "loadavg_start": load_start,
+        "loadavg_end": load_end,
+        "method": (
+            "interleaved rounds: each round runs every workload once in every config, "
+            "config order rotating per round; ratios per round, summarised by their median"
+        ),
+    }
 
 
 Runner = Callable[[list[str]], tuple[int, bytes]]
@@ -269,18 +304,7 @@ def main() -> int:
             capture_output=True,
             text=True,
         ).stdout.strip(),
-        "cvg_versions": versions(),
-        "euid": os.geteuid(),
-        "measured_at": started.isoformat(timespec="seconds"),
-        "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
-        "runs": rounds,
-        "warmup_rounds": args.warmup,
-        "loadavg_start": load_start,
-        "loadavg_end": load_end,
-        "method": (
-            "interleaved rounds: each round runs every workload once in every config, "
-            "config order rotating per round; ratios per round, summarised by their median"
-        ),
+        **timing_fields(started, rounds, args.warmup, load_start, load_end),
         "configs": {
             "bare": "subprocess.run(argv, capture_output=True)",
             "warm": "Sandbox().run(argv), one Sandbox created up front",
@@ -288,16 +312,10 @@ def main() -> int:
         },
         "cold_note": COLD_NOTE,
         "cvg_run_command": cvg_run,
-        "workloads": {
-            name: [WORDS_FILE if a == str(words_path) else a for a in argv]
-            for name, argv in workloads.items()
-        },
+        "workloads": recorded_workloads(workloads, words_path),
         "workload_order": list(workloads),
         "words_file_bytes": WORDS_SIZE,
-        "results": {
-            name: {config: summary_ms(samples[name][config]) for config in CONFIGS}
-            for name in workloads
-        },
+        "results": results_ms(samples, CONFIGS),
         "ratios": ratios,
         "targets": targets,
     }

@@ -38,15 +38,15 @@ from typing import Any
 import results_file  # benchmarks/ is on sys.path when run as a script
 from bench_run import (
     PYTHON,
-    WORDS_FILE,
     base_workloads,
     compile_sources,
     cvg_run_command,
     loadavg,
     prepare_tmp,
-    summary_ms,
+    recorded_workloads,
+    results_ms,
     summary_values,
-    versions,
+    timing_fields,
 )
 from tabulate import tabulate
 
@@ -158,18 +158,7 @@ def main() -> int:
     entry: dict[str, Any] = {
         **results_file.machine(),
         "strace": strace_version(),
-        "cvg_versions": versions(),
-        "euid": os.geteuid(),
-        "measured_at": started.isoformat(timespec="seconds"),
-        "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
-        "runs": rounds,
-        "warmup_rounds": args.warmup,
-        "loadavg_start": load_start,
-        "loadavg_end": load_end,
-        "method": (
-            "interleaved rounds: each round runs every workload once in every config, "
-            "config order rotating per round; ratios per round, summarised by their median"
-        ),
+        **timing_fields(started, rounds, args.warmup, load_start, load_end),
         "configs": {
             "bare": "subprocess.run(argv), no confinement",
             "untraced": "cvg-run -- argv (default policy, plan cache warm)",
@@ -178,16 +167,10 @@ def main() -> int:
             "ptrace": "CVG_TRACE_MODE=ptrace cvg-run --trace: strace stops on every call",
             "bpf": "CVG_TRACE_MODE=bpf cvg-run --trace: --seccomp-bpf, seccomp denials unseen",
         },
-        "workloads": {
-            name: [WORDS_FILE if a == str(words_path) else a for a in argv]
-            for name, argv in workloads.items()
-        },
+        "workloads": recorded_workloads(workloads, words_path),
         "workload_order": list(workloads),
         "denials_recorded": denials,
-        "results": {
-            name: {config: summary_ms(samples[name][config]) for config in CONFIGS}
-            for name in workloads
-        },
+        "results": results_ms(samples, CONFIGS),
         "ratios_over_untraced": ratios,
         "targets": targets,
     }
