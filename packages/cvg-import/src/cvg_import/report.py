@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from cvg_schema import json_type
+
 from .errors import ImportRefused, shown
 
 __all__ = [
@@ -99,7 +101,9 @@ def parse_report(data: bytes, *, target: str | None = None) -> Report:
     """
     doc = _load_json(data)
     if not isinstance(doc, dict):
-        raise ImportRefused("$", f"expected a JSON object (a Divergence report), got {_kind(doc)}")
+        raise ImportRefused(
+            "$", f"expected a JSON object (a Divergence report), got {json_type(doc)}"
+        )
     if "schema" in doc:
         return _raw(doc)
     if "targets" in doc:
@@ -186,24 +190,10 @@ def _check_text(text: str) -> None:
         ) from None
 
 
-def _kind(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if value is None:
-        return "null"
-    return "an object"
-
-
 def _raw(doc: dict[str, Any]) -> Report:
     schema = doc["schema"]
     if not isinstance(schema, str):
-        raise ImportRefused("$.schema", f"must be a string, got {_kind(schema)}")
+        raise ImportRefused("$.schema", f"must be a string, got {json_type(schema)}")
     m = _SCHEMA_RE.match(schema)
     if m is None:
         raise ImportRefused(
@@ -237,13 +227,13 @@ def _scan(doc: dict[str, Any], want: str | None) -> Report:
             )
     targets = doc["targets"]
     if not isinstance(targets, list):
-        raise ImportRefused("$.targets", f"must be an array, got {_kind(targets)}")
+        raise ImportRefused("$.targets", f"must be an array, got {json_type(targets)}")
     if not targets:
         raise ImportRefused("$.targets", "empty: the report covers no target")
     names: list[str] = []
     for i, t in enumerate(targets):
         if not isinstance(t, dict):
-            raise ImportRefused(f"$.targets[{i}]", f"must be an object, got {_kind(t)}")
+            raise ImportRefused(f"$.targets[{i}]", f"must be an object, got {json_type(t)}")
         names.append(_label(t, i))
     if want is None:
         if len(targets) > 1:
@@ -304,7 +294,7 @@ def _observations(container: dict[str, Any], at: str) -> list[RawObservation]:
         raise ImportRefused(f"{at}.observations", "missing")
     items = container["observations"]
     if not isinstance(items, list):
-        raise ImportRefused(f"{at}.observations", f"must be an array, got {_kind(items)}")
+        raise ImportRefused(f"{at}.observations", f"must be an array, got {json_type(items)}")
     if len(items) > MAX_OBSERVATIONS:
         raise ImportRefused(
             f"{at}.observations",
@@ -315,7 +305,7 @@ def _observations(container: dict[str, Any], at: str) -> list[RawObservation]:
 
 def _observation(item: object, index: int, at: str) -> RawObservation:
     if not isinstance(item, dict):
-        raise ImportRefused(at, f"must be an object, got {_kind(item)}")
+        raise ImportRefused(at, f"must be an object, got {json_type(item)}")
     for key in ("capability", "syscall", "target", "decoy", "succeeded", "result"):
         if key not in item:
             raise ImportRefused(f"{at}.{key}", "missing")
@@ -327,7 +317,7 @@ def _observation(item: object, index: int, at: str) -> RawObservation:
         raise ImportRefused(f"{at}.syscall", f"not a system call name: {shown(syscall)}")
     target = item["target"]
     if not isinstance(target, str):
-        raise ImportRefused(f"{at}.target", f"must be a string, got {_kind(target)}")
+        raise ImportRefused(f"{at}.target", f"must be a string, got {json_type(target)}")
     if not target:
         raise ImportRefused(f"{at}.target", "empty")
     if len(target) > MAX_TARGET:
@@ -378,7 +368,7 @@ def _coverage(container: dict[str, Any], at: str) -> dict[str, str | int | float
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ImportRefused(f"{at}.coverage", f"must be an object, got {_kind(value)}")
+        raise ImportRefused(f"{at}.coverage", f"must be an object, got {json_type(value)}")
     out: dict[str, str | int | float | bool | None] = {}
     for k, v in list(value.items())[:50]:
         if isinstance(v, str):

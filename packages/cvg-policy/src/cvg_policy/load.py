@@ -28,15 +28,7 @@ from cvg_schema import Policy
 from cvg_schema.base import CvgModel
 from cvg_schema.errors import SchemaError, short
 from cvg_schema.io import load_policy_dict
-from cvg_schema.policy import (
-    Filesystem,
-    Ipc,
-    Network,
-    PolicyEnvironment,
-    Reason,
-    Resources,
-    Syscalls,
-)
+from cvg_schema.policy import POLICY_SECTIONS, Reason, Resources
 
 from .errors import PolicyError
 
@@ -550,15 +542,7 @@ _PATTERN_MISMATCH: Final = re.compile(
 )
 
 
-_SECTION_MODELS: Final[dict[str, type[CvgModel]]] = {
-    "": Policy,
-    "filesystem": Filesystem,
-    "network": Network,
-    "ipc": Ipc,
-    "resources": Resources,
-    "environment": PolicyEnvironment,
-    "syscalls": Syscalls,
-}
+_SECTION_MODELS: Final[dict[str, type[CvgModel]]] = {"": Policy, **POLICY_SECTIONS}
 _REASON_ITEM: Final = re.compile(r'reasons\["[^"]*"\]\[[0-9]+\]')
 
 

@@ -20,7 +20,7 @@ first error by JSON path. Write with :func:`dumps` and :func:`write_atomic`.
 """
 
 from .base import KIND_NAMES, SCHEMA_VERSION, SUPPORTED_MAJOR, CvgModel, MessageBase
-from .errors import SchemaError
+from .errors import SchemaError, json_type
 from .explanation import ExplainedDenial, Explanation, Risk, RiskLevel
 from .facts import Facts, Feature, StraceInfo
 from .io import (
@@ -68,6 +68,7 @@ from .plan import (
     SocketTypeName,
 )
 from .policy import (
+    POLICY_SECTIONS,
     POLICY_VARIABLES,
     Filesystem,
     Ipc,
@@ -87,6 +88,7 @@ __all__ = [
     "FS_RIGHTS",
     "KINDS",
     "KIND_NAMES",
+    "POLICY_SECTIONS",
     "POLICY_VARIABLES",
     "SCHEMA_VERSION",
     "SUPPORTED_MAJOR",
@@ -146,6 +148,7 @@ __all__ = [
     "digest_bytes",
     "dumps",
     "json_schema",
+    "json_type",
     "load_dict",
     "load_policy_dict",
     "loads",

@@ -10,7 +10,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-__all__ = ["SchemaError", "format_validation_error", "json_path"]
+__all__ = ["SchemaError", "format_validation_error", "json_path", "json_type"]
 
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_PATH: Final = 240
@@ -51,6 +51,23 @@ def json_path(parts: Sequence[str | int]) -> str:
         half = _MAX_PATH // 2
         path = path[:half] + "..." + path[-half:]
     return path
+
+
+def json_type(value: object) -> str:
+    """What a JSON value is, for an error message: "an array", "a string", "null"..."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def short(value: object, limit: int = 60) -> str:

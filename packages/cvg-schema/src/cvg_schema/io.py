@@ -21,7 +21,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from .base import KIND_NAMES, SCHEMA_VERSION, MessageBase
-from .errors import SchemaError, format_validation_error, short
+from .errors import SchemaError, format_validation_error, json_type, short
 from .explanation import Explanation
 from .facts import Facts
 from .observation import Observation
@@ -86,20 +86,6 @@ def model_for(kind: str) -> type[Message]:
         ) from None
 
 
-def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if value is None:
-        return "null"
-    return type(value).__name__
-
-
 def parse_json(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse JSON text; SchemaError (path ``$``) when it is not JSON."""
     if isinstance(data, str):
@@ -125,7 +111,7 @@ def _validate(model: type[M], data: dict[str, Any]) -> M:
 def load_dict(data: object) -> Message:
     """Validate an already parsed message (a dict), dispatching on its ``kind``."""
     if not isinstance(data, dict):
-        raise SchemaError("$", f"expected a JSON object (a cvg message), got {_json_type(data)}")
+        raise SchemaError("$", f"expected a JSON object (a cvg message), got {json_type(data)}")
     if "kind" not in data:
         hint = ""
         if "version" in data:
@@ -169,7 +155,7 @@ def load_policy_dict(data: object) -> Policy:
     ``schema_version``, as a person writes it in YAML), read as the current version.
     """
     if not isinstance(data, dict):
-        raise SchemaError("$", f"expected a policy (a mapping), got {_json_type(data)}")
+        raise SchemaError("$", f"expected a policy (a mapping), got {json_type(data)}")
     if "kind" not in data and "schema_version" not in data:
         data = {"kind": "cvg.policy", "schema_version": SCHEMA_VERSION, **data}
         try:

@@ -32,6 +32,7 @@ from .base import (
 )
 
 __all__ = [
+    "POLICY_SECTIONS",
     "POLICY_VARIABLES",
     "Filesystem",
     "HostPattern",
@@ -425,7 +426,7 @@ class Policy(MessageBase):
         return value
 
 
-_SECTIONS: Final[dict[str, type[CvgModel]]] = {
+POLICY_SECTIONS: Final[dict[str, type[CvgModel]]] = {
     "filesystem": Filesystem,
     "network": Network,
     "ipc": Ipc,
@@ -433,6 +434,7 @@ _SECTIONS: Final[dict[str, type[CvgModel]]] = {
     "environment": PolicyEnvironment,
     "syscalls": Syscalls,
 }
+"""Each section of a policy by its key, with the model that reads it."""
 
 
 def _address_problem(address: str, data: dict[str, Any]) -> str | None:
@@ -440,9 +442,9 @@ def _address_problem(address: str, data: dict[str, Any]) -> str | None:
     if m is None:
         return "not a rule address like filesystem.read[2]"
     section_name, field_name = m["section"], m["field"]
-    model = _SECTIONS.get(section_name)
+    model = POLICY_SECTIONS.get(section_name)
     if model is None:
-        return f"no policy section {section_name!r} (sections: {', '.join(_SECTIONS)})"
+        return f"no policy section {section_name!r} (sections: {', '.join(POLICY_SECTIONS)})"
     fields = {f.alias or name: name for name, f in model.model_fields.items()}
     if field_name not in fields:
         return f"{section_name} has no field {field_name!r} (fields: {', '.join(fields)})"
