@@ -166,13 +166,7 @@ def runtimes_of(obs: Observation) -> dict[str, Event]:
     dynamically linked program, whose C library starts it up), each with the event that
     showed it: the first execution of it."""
     out: dict[str, Event] = {}
-    for exe in obs.executables:
-        if exe.event_id is None:
-            continue
-        try:
-            event = obs.event(exe.event_id)
-        except KeyError:
-            continue
+    for exe, event in obs.executions():
         loader = posixpath.basename(exe.interpreter or "")
         if loader.startswith("ld-linux"):
             out.setdefault("native", event)

@@ -454,13 +454,7 @@ class _Builder:
             for p in (e.path if e.op == "create" else e.path2 or e.path,)
             if p is not None
         }
-        for exe in obs.executables:
-            if exe.event_id is None:
-                continue
-            try:
-                e = obs.event(exe.event_id)
-            except KeyError:
-                continue
+        for exe, e in obs.executions():
             if e.denied_while_learning and not self.grant_denied:
                 continue
             if secret_reason(exe.path, obs.home) or _marked_never(e):

@@ -8,6 +8,7 @@ each imported event carries its provenance in ``source``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -237,3 +238,14 @@ class Observation(MessageBase):
             if event.id == event_id:
                 return event
         raise KeyError(event_id)
+
+    def executions(self) -> Iterator[tuple[Executable, Event]]:
+        """Each executable with the event that ran it; one that names none is left out."""
+        for exe in self.executables:
+            if exe.event_id is None:
+                continue
+            try:
+                event = self.event(exe.event_id)
+            except KeyError:
+                continue
+            yield exe, event
