@@ -594,6 +594,16 @@ def _explain_environment(policy: Policy) -> list[RuleExplanation]:
     return out
 
 
+def _allow_entry(judge: _Judge, i: int, note: str, listed: str) -> RuleExplanation:
+    """The explanation of ``syscalls.allow[i]`` in a policy whose filter is a ``listed`` list."""
+    return judge.rule(
+        f"syscalls.allow[{i}]",
+        "seccomp filter",
+        [_Part(FEATURES["seccomp"], None, f"the rest of the {listed} list is not enforced either")],
+        note=note,
+    )
+
+
 def _explain_allowlist(policy: Policy, judge: _Judge, plan: Any) -> list[RuleExplanation]:
     seccomp = FEATURES["seccomp"]
     allowed = set(plan.seccomp.allow or ())
@@ -616,14 +626,7 @@ def _explain_allowlist(policy: Policy, judge: _Judge, plan: Any) -> list[RuleExp
             )
         else:
             note = "allowed (argument filters stay)"
-        out.append(
-            judge.rule(
-                f"syscalls.allow[{i}]",
-                "seccomp filter",
-                [_Part(seccomp, None, "the rest of the allow list is not enforced either")],
-                note=note,
-            )
-        )
+        out.append(_allow_entry(judge, i, note, "allow"))
     return out
 
 
@@ -646,14 +649,7 @@ def _explain_syscalls(policy: Policy, judge: _Judge, plan: Any) -> list[RuleExpl
             if name in DEFAULT_DENY
             else "not on the default deny list: no effect (argument filters stay)"
         )
-        out.append(
-            judge.rule(
-                f"syscalls.allow[{i}]",
-                "seccomp filter",
-                [_Part(seccomp, None, "the rest of the deny list is not enforced either")],
-                note=note,
-            )
-        )
+        out.append(_allow_entry(judge, i, note, "deny"))
     return out
 
 
