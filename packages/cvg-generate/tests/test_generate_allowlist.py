@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from cvg_generate.generate import Source, generate
 from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
 from cvg_schema import Observation
-from cvg_testing import ensure_unpriv_user
+from cvg_testing import ensure_unpriv_user, shared_dir
 
 ARCH = machine()
 PY = "/usr/bin/python3.11"
@@ -193,12 +192,8 @@ print(json.dumps({"sha": hashlib.sha256(data).hexdigest(), "lines": data.count(b
 def test_a_generated_allowlist_on_the_kernel(identity: str) -> None:
     if identity == "unprivileged" and os.geteuid() != 0:
         pytest.skip("needs root to create and become the unprivileged user")
-    base = Path(tempfile.mkdtemp(prefix="cvg-generate-allowlist-"))
-    base.chmod(0o755)
-    try:
+    with shared_dir("cvg-generate-allowlist-") as base:
         _check(base, identity)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _check(root: Path, identity: str) -> None:

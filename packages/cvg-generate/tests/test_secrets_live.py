@@ -5,15 +5,13 @@ works with no sandbox)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 import workloads as wl
 
-from cvg_testing import ensure_unpriv_user
+from cvg_testing import ensure_unpriv_user, shared_dir
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-7f3a"
 TOOL = """\
@@ -30,12 +28,8 @@ for p in [os.path.expanduser("~/.ssh/id_ed25519"), ".env", "notes.txt"]:
 def test_secrets_are_not_granted_and_stay_unreadable(identity: str) -> None:
     if identity == "unprivileged" and os.geteuid() != 0:
         pytest.skip("needs root to create and become the unprivileged user")
-    base = Path(tempfile.mkdtemp(prefix="cvg-generate-live-"))
-    base.chmod(0o755)
-    try:
+    with shared_dir("cvg-generate-live-") as base:
         _check(base, identity)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _check(tmp_path: Path, identity: str) -> None:

@@ -11,15 +11,13 @@ file names in another subdirectory of the working directory.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import workloads as wl
 
-from cvg_testing import ensure_unpriv_user
+from cvg_testing import ensure_unpriv_user, shared_dir
 
 BY_NAME = {w.name: w for w in wl.WORKLOADS}
 _LEARNED: dict[str, tuple[wl.Place, Path]] = {}
@@ -45,12 +43,8 @@ def _learned(name: str, base: Path) -> tuple[wl.Place, Path]:
 @pytest.fixture(scope="module")
 def base() -> Iterator[Path]:
     # Not under pytest's own temporary root (mode 0700): the unprivileged user works here.
-    root = Path(tempfile.mkdtemp(prefix="cvg-generate-workloads-"))
-    root.chmod(0o755)
-    try:
+    with shared_dir("cvg-generate-workloads-") as root:
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _same(bare: wl.Outcome, boxed: wl.Outcome) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import mcphelp
 
-IS_ROOT = os.geteuid() == 0
 
-
-def _identities() -> list[str]:
-    return ["root", "unpriv"] if IS_ROOT else ["self"]
-
-
-@pytest.fixture(params=_identities())
+@pytest.fixture(params=cvg_testing.identities())
 def world(request: pytest.FixtureRequest) -> Iterator[mcphelp.World]:
     """A world whose server runs as root, then as the unprivileged user."""
     user = cvg_testing.ensure_unpriv_user() if request.param == "unpriv" else None

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
 from cvg_schema import Facts, Policy, load_policy_dict
-from cvg_testing import attempt_name, ensure_unpriv_user, in_child
+from cvg_testing import attempt_name, ensure_unpriv_user, identities, in_child, shared_dir
 
 
 def read_file(path: str) -> Callable[[], bytes]:
@@ -43,11 +41,7 @@ def forkrun() -> SimpleNamespace:
     return SimpleNamespace(in_child=in_child, attempt=attempt_name, read_file=read_file)
 
 
-def _identities() -> list[str]:
-    return ["root", "unpriv"] if os.geteuid() == 0 else ["self"]
-
-
-@pytest.fixture(params=_identities())
+@pytest.fixture(params=identities())
 def identity(request: pytest.FixtureRequest) -> pwd.struct_passwd | None:
     """Run an enforcement test as root and as an unprivileged user (None: stay as is)."""
     if request.param == "unpriv":
@@ -58,12 +52,8 @@ def identity(request: pytest.FixtureRequest) -> pwd.struct_passwd | None:
 @pytest.fixture
 def world_dir() -> Iterator[Path]:
     """A scratch directory any test identity can use (tmp_path is 0700 root)."""
-    d = Path(tempfile.mkdtemp(prefix="cvg-policy-test-"))
-    d.chmod(0o755)
-    try:
+    with shared_dir("cvg-policy-test-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def make_policy(**sections: Any) -> Policy:

@@ -75,6 +75,17 @@ def confined(prepared: Prepared, fn: Any) -> Any:
     return run
 
 
+def run_confined(
+    forkrun: SimpleNamespace, plan: Plan, fn: Any, user: pwd.struct_passwd | None
+) -> Any:
+    """The child that ran ``fn`` as ``user`` under ``plan`` (no variables bound)."""
+    prepared = prepare(as_plan_json(plan), {})
+    try:
+        return forkrun.in_child(confined(prepared, fn), user=user)
+    finally:
+        prepared.close()
+
+
 def test_deny_inside_allow_on_the_kernel(
     world_dir: Path,
     identity: pwd.struct_passwd | None,
@@ -190,11 +201,7 @@ def test_symlinked_grants_follow_their_target(
     )
     oracle = forkrun.in_child(fn, user=identity)
     assert set(oracle.value.values()) == {"OK"}, (oracle.value, oracle.error)
-    prepared = prepare(as_plan_json(plan), {})
-    try:
-        child = forkrun.in_child(confined(prepared, fn), user=identity)
-    finally:
-        prepared.close()
+    child = run_confined(forkrun, plan, fn, identity)
     assert child.error is None, child.error
     assert child.value == {
         "resolv.conf": "OK",
@@ -225,11 +232,7 @@ def test_no_network_policy_denies_inet_sockets(
 
     oracle = forkrun.in_child(fn, user=identity)
     assert oracle.value == {"tcp": "OK", "udp6": "OK", "unix": "OK", "socketpair": "OK"}
-    prepared = prepare(as_plan_json(plan), {})
-    try:
-        child = forkrun.in_child(confined(prepared, fn), user=identity)
-    finally:
-        prepared.close()
+    child = run_confined(forkrun, plan, fn, identity)
     assert child.error is None, child.error
     assert child.value == {
         "tcp": "EAFNOSUPPORT",

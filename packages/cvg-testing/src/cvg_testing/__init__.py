@@ -6,8 +6,14 @@ names the Landlock ABI it needs and this kernel lacks it.
 
 from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi
 from cvg_testing.fork import Child, Spawned, attempt, attempt_name, errname, in_child, spawn
-from cvg_testing.staging import import_path_for, stage, unpriv_python, world_readable_dir
-from cvg_testing.users import UNPRIV_USER, drop_to, ensure_unpriv_user
+from cvg_testing.staging import (
+    import_path_for,
+    shared_dir,
+    stage,
+    unpriv_python,
+    world_readable_dir,
+)
+from cvg_testing.users import UNPRIV_USER, drop_to, ensure_unpriv_user, identities
 from cvg_testing.web import TextServer
 
 __all__ = [
@@ -21,12 +27,14 @@ __all__ = [
     "drop_to",
     "ensure_unpriv_user",
     "errname",
+    "identities",
     "import_path_for",
     "in_child",
     "in_ci",
     "kernel_abi",
     "needs_abi",
     "require_abi",
+    "shared_dir",
     "spawn",
     "stage",
     "unpriv_python",

@@ -16,11 +16,24 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+
+
+@contextmanager
+def shared_dir(prefix: str, mode: int = 0o755) -> Iterator[Path]:
+    """A fresh temporary directory of ``mode``, which every test identity can use
+    (pytest's tmp_path is 0700 root), removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(mode)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def world_readable_dir(prefix: str = "cvg-test-") -> Path:

@@ -11,6 +11,12 @@ import pytest
 UNPRIV_USER = "cvgtest"
 
 
+def identities() -> list[str]:
+    """The identities an enforcement test runs as: root and the unprivileged user, or
+    only "self" when not root."""
+    return ["root", "unpriv"] if os.geteuid() == 0 else ["self"]
+
+
 def ensure_unpriv_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(UNPRIV_USER)
