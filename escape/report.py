@@ -273,7 +273,11 @@ def splice_readme(text: str, section: str) -> str:
 
 
 def write_all(data: dict, out_dir: Path) -> None:
-    (out_dir / "README.md").write_text(results_readme(data))
+    text = results_readme(data)
+    # The policies link is written for escape/results/; a real kernel's results sit a
+    # level below (escape/results/linux-6.1/).
+    rel = os.path.relpath(HERE / "policies", Path(out_dir).resolve())
+    (out_dir / "README.md").write_text(text.replace("](../policies/)", f"]({rel}/)"))
     if Path(out_dir).resolve() == (HERE / "results").resolve():
         TOP_README.write_text(splice_readme(TOP_README.read_text(), top_section(data)))
 
