@@ -333,11 +333,11 @@ def _kernel_escapes(session: nox.Session, series: str, abi: int, out: Path) -> l
 def kernels(session: nox.Session) -> None:
     """Opt-in, not in the default list (about 25 minutes under qemu's software
     emulation, 10-12 per kernel): cvg on real Debian kernels, 6.1 (Landlock ABI 2)
-    and 6.12 (ABI 6), booted by tools/kernel-run. On each: cvg-probe must report the kernel's ABI and
-    prove its filesystem rights; cvg-run must refuse a TCP policy below ABI 4 unless
-    --allow-degraded; the kernel-facing tests; the escape matrix's smoke subset as
-    root and unprivileged, written to escape/results/linux-X.Y/ (cells
-    IDENTITY/linux-X.Y), where only what a degraded run lets through below the
+    and 6.12 (ABI 6), booted by tools/kernel-run. On each: cvg-probe must report the
+    kernel's ABI and prove its filesystem rights; cvg-run must refuse a TCP policy
+    below ABI 4 unless --allow-degraded; the kernel-facing tests; the escape matrix's
+    smoke subset as root and unprivileged, written to escape/results/linux-X.Y/
+    (cells IDENTITY/linux-X.Y), where only what a degraded run lets through below the
     kernel's ABI may escape. `-- --full` runs every attack (hours); `-- 6.1` one
     kernel. Installs qemu and busybox-static (apt, as root). Needs root. See
     docs/kernels.md."""
