@@ -37,7 +37,7 @@ from cvg_kernel.seccomp import (
     build_program,
     compile_spec,
 )
-from cvg_testing import Child, attempt, in_child
+from cvg_testing import Child, attempt, in_child, needs_abi
 
 ARCH = libc.machine()
 NR = syscall_table.TABLES[ARCH]
@@ -159,6 +159,7 @@ def test_kill_list_kills_the_process(identity: pwd.struct_passwd | None) -> None
     assert child.signal == signal.SIGSYS, (child.status, child.error)
 
 
+@needs_abi(4)  # Linux 6.7+, so MFD_NOEXEC_SEAL (6.3) is there to require
 def test_allowed_calls_still_work(identity: pwd.struct_passwd | None) -> None:
     def work() -> dict[str, Any]:
         master, slave = os.openpty()
@@ -418,6 +419,7 @@ def test_tiocsti_and_tioclinux_are_denied(identity: pwd.struct_passwd | None) ->
 # ------------------------------------------------------------------------------- memfd
 
 
+@needs_abi(4)  # Linux 6.7+, so MFD_NOEXEC_SEAL (6.3) is there to require
 def test_memfd_create_must_seal_exec(identity: pwd.struct_passwd | None) -> None:
     def attack() -> dict[str, int]:
         return {
@@ -439,6 +441,7 @@ def test_memfd_create_must_seal_exec(identity: pwd.struct_passwd | None) -> None
     }
 
 
+@needs_abi(4)  # Linux 6.7+, so MFD_NOEXEC_SEAL (6.3) is there to require
 def test_memfd_exec_escape_is_closed(identity: pwd.struct_passwd | None) -> None:
     program = Path("/bin/true").read_bytes()
 

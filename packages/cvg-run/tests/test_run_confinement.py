@@ -22,7 +22,7 @@ from runhelp import (
     uid_of,
 )
 
-from cvg_testing import ensure_unpriv_user
+from cvg_testing import ensure_unpriv_user, needs_abi
 
 Identity = pwd.struct_passwd | None
 CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
@@ -62,6 +62,7 @@ def _proc_policy(box: Box) -> Path:
     )
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_root_tool_holds_no_capabilities(as_root: None, box: Box) -> None:
     status, out = _plain(["/bin/cat", "/proc/self/status"], None)
     plain = _status_fields(out)
@@ -78,6 +79,7 @@ def test_root_tool_holds_no_capabilities(as_root: None, box: Box) -> None:
     assert confined["Seccomp"] == "2"
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_unprivileged_tool_holds_no_capabilities(as_root: None, box: Box) -> None:
     identity = ensure_unpriv_user()
     ran = run_main(
@@ -99,6 +101,7 @@ def test_unprivileged_tool_holds_no_capabilities(as_root: None, box: Box) -> Non
 ALLOCATE = "b = bytearray(200 * 1024 * 1024); print('allocated', len(b) >> 20)"
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_memory_limit_bites(identity: Identity, box: Box) -> None:
     roomy = make_policy(box.share, name="roomy.json", resources={"memory_mb": 1024})
     ran = run_main(["-p", str(roomy), "--", "python3", "-c", ALLOCATE], box=box, user=identity)
@@ -114,6 +117,7 @@ def test_memory_limit_bites(identity: Identity, box: Box) -> None:
 WRITE_5MB = 'exec dd if=/dev/zero of="$TMPDIR/big" bs=1048576 count=5 status=none'
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_file_size_limit_bites(identity: Identity, box: Box) -> None:
     roomy = make_policy(box.share, name="roomy.json", resources={"file_size_mb": 64})
     ran = run_main(["-p", str(roomy), "--keep-scratch", "--", "sh", "-c", WRITE_5MB],
@@ -137,6 +141,7 @@ def test_file_size_limit_bites(identity: Identity, box: Box) -> None:
     assert (Path(rec.scratch.path) / "big").stat().st_size == 1024 * 1024
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_file_size_limit_in_python_is_efbig(identity: Identity, box: Box) -> None:
     """Python ignores SIGXFSZ itself; then the write fails with EFBIG."""
     code = (
@@ -180,6 +185,7 @@ def test_caller_secret_does_not_reach_the_tool(identity: Identity, box: Box) -> 
 # --- 8. inherited descriptors -------------------------------------------------------------
 
 
+@needs_abi(3)  # below it every read grant is degraded (truncate), so refused
 def test_inherited_descriptor_5_is_closed(identity: Identity, box: Box) -> None:
     secret_file = box.share / "fd5-secret"
     secret = "fd-five-" + os.urandom(4).hex()
