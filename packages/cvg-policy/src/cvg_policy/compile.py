@@ -534,7 +534,8 @@ def _filesystem_degradations(
                     degraded,
                     f"{address}: truncate",
                     f"truncate is controlled from Landlock ABI 3, the target has {target}: "
-                    f"files beneath {path} can be truncated",
+                    f"files beneath {path} can be truncated, as can any file anywhere that "
+                    "the user may write by its permissions",
                     address,
                     3,
                 )
