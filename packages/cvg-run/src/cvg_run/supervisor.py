@@ -457,7 +457,10 @@ def _watch(
         pidfd = -1  # reaped already, or no descriptor to spare: waitpid at each tick
     forwarded_at: float | None = None
     held = 0
-    held_next = 0.0
+    # The first walk one interval in, like every later one: a run that ends sooner
+    # (most tool calls) pays nothing for it, and RLIMIT_FSIZE and RLIMIT_NOFILE
+    # already bound what its memfds can hold meanwhile.
+    held_next = t0 + HELD_INTERVAL
     was_hidden: set[int] = set()
     # epoll, not poll: poll() fails with EINVAL once RLIMIT_NOFILE is below the
     # number of descriptors it is given, and the tool can lower ours.
