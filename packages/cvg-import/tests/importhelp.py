@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-FIXTURES = Path("/work/shared/fixtures/divergence-reports")
-if not FIXTURES.is_dir():  # a checkout that carries the fixtures beside the project
-    FIXTURES = Path(__file__).resolve().parents[3].parent / "shared/fixtures/divergence-reports"
+# Real runner reports (Apache-2.0, with their LICENSE and README), kept with the tests.
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "divergence-reports"
 
 RAW_REPORTS = sorted(FIXTURES.glob("*.json"))
 SCAN_REPORTS = sorted((FIXTURES / "scan").glob("*.json"))
