@@ -20,7 +20,7 @@ import ctypes
 import errno
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 
 from . import libc
@@ -704,7 +704,7 @@ def _add_path_rule(
             ruleset_fd,
             _RULE_PATH_BENEATH,
             _PathBeneathAttr(allowed, pfd),
-            f"{path!r}, {'|'.join(mask_names(FS_RIGHTS, allowed))}",
+            lambda: f"{path!r}, {'|'.join(mask_names(FS_RIGHTS, allowed))}",
         )
         return allowed
     finally:
@@ -716,12 +716,15 @@ def _add_net_rule(ruleset_fd: int, port: int, allowed: int) -> None:
         ruleset_fd,
         _RULE_NET_PORT,
         _NetPortAttr(allowed, port),  # host byte order, as the kernel expects
-        f"port {port}, {'|'.join(mask_names(NET_RIGHTS, allowed))}",
+        lambda: f"port {port}, {'|'.join(mask_names(NET_RIGHTS, allowed))}",
     )
 
 
-def _add_rule(ruleset_fd: int, rule_type: int, attr: ctypes.Structure, what: str) -> None:
-    """landlock_add_rule; a refusal raises the kernel error naming the call with ``what``."""
+def _add_rule(
+    ruleset_fd: int, rule_type: int, attr: ctypes.Structure, what: Callable[[], str]
+) -> None:
+    """landlock_add_rule; a refusal raises the kernel error naming the call with
+    ``what()``, built only then: a plan may add a few hundred rules per run."""
     try:
         libc.syscall(
             _nr("landlock_add_rule"),
@@ -731,4 +734,4 @@ def _add_rule(ruleset_fd: int, rule_type: int, attr: ctypes.Structure, what: str
             ctypes.c_long(0),
         )
     except OSError as e:
-        raise _kernel_error(f"landlock_add_rule({what})", e.errno or 0) from None
+        raise _kernel_error(f"landlock_add_rule({what()})", e.errno or 0) from None
