@@ -1190,11 +1190,17 @@ CENSUS: Mapping[str, Entry] = _Census()
 that no table has any more."""
 
 
+_DECIDED: frozenset[str] | None = None
+
+
 def decided() -> frozenset[str]:
     """Every name with a class other than ``unknown``: what a deny-list filter lets
     reach its lists and argument checks. Anything else (a name added to the table and
     not yet classified, a number in a gap of the table) is answered ENOSYS."""
-    return frozenset(n for g in GROUPS if g.cls != "unknown" for n in g.names)
+    global _DECIDED
+    if _DECIDED is None:
+        _DECIDED = frozenset(n for g in GROUPS if g.cls != "unknown" for n in g.names)
+    return _DECIDED
 
 
 def classify(name: str) -> Entry:
