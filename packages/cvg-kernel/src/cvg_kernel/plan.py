@@ -282,7 +282,7 @@ def prepare(
 
     ruleset = _prepare_landlock(_section(plan, "landlock"), variables, notes)
     try:
-        flt = _prepare_seccomp(_section(plan, "seccomp"), arch, notes)
+        flt = _prepare_seccomp(_section(plan, "seccomp"), arch)
         if handover is not None:
             flt = flt.with_listener()
         rlimit_spec = dict(_section(plan, "rlimits") or {"core": 0})
@@ -356,9 +356,7 @@ def _prepare_landlock(
     return ruleset
 
 
-def _prepare_seccomp(
-    spec: Mapping[str, Any], arch: str, notes: list[Note] | None = None
-) -> seccomp.Filter:
+def _prepare_seccomp(spec: Mapping[str, Any], arch: str) -> seccomp.Filter:
     kwargs: dict[str, Any] = {}
     for key in ("deny", "enosys", "kill", "ioctl_deny", "supervise"):
         if key in spec:
@@ -379,19 +377,6 @@ def _prepare_seccomp(
             if not isinstance(spec[key], bool):
                 raise PlanError(f"$.seccomp.{key}: must be true or false")
             kwargs[key] = spec[key]
-    if kwargs.get("memfd_noexec", True) and not seccomp.memfd_noexec_seal_supported():
-        # Before Linux 6.3 the kernel refuses MFD_NOEXEC_SEAL (EINVAL), so requiring it
-        # would refuse every memfd. Executing one is still refused: by Landlock's execute
-        # right (a memfd lies beneath no rule) and the denied execveat.
-        kwargs["memfd_noexec"] = False
-        if notes is not None:
-            notes.append(
-                Note(
-                    "seccomp.memfd_noexec",
-                    "this kernel has no MFD_NOEXEC_SEAL (Linux 6.3): memfd_create is allowed "
-                    "unsealed; executing a memfd is still refused by Landlock and execveat",
-                )
-            )
     try:
         return seccomp.Filter.build(arch, **kwargs)
     except (seccomp.SeccompError, ValueError) as e:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import errno as _errno
-import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from cvg_kernel import census, libc, syscall_table
@@ -198,27 +197,6 @@ SIGNAL_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo
                 "pidfd_send_signal")  # fmt: skip
 F_SETOWN, F_SETOWN_EX = 8, 15
 OWNER_IOCTLS = {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902}
-
-
-_MFD_CLOEXEC = 0x0001
-_noexec_seal: bool | None = None
-
-
-def memfd_noexec_seal_supported() -> bool:
-    """Whether this kernel knows MFD_NOEXEC_SEAL (Linux 6.3): one memfd_create, once."""
-    global _noexec_seal
-    if _noexec_seal is None:
-        nr = syscall_table.TABLES.get(libc.machine(), {}).get("memfd_create")
-        flags = ctypes.c_uint(MFD_NOEXEC_SEAL | _MFD_CLOEXEC)
-        try:
-            fd = libc.syscall(nr, ctypes.c_char_p(b"cvg"), flags) if nr is not None else -1
-        except OSError as e:
-            _noexec_seal = e.errno != _errno.EINVAL
-        else:
-            if fd >= 0:
-                os.close(fd)
-            _noexec_seal = True
-    return _noexec_seal
 
 
 def errno_value(name: str) -> int:
