@@ -11,7 +11,9 @@ answers each notification with the errno the plain program gives for that very
 
 Why this never allows anything the plain filter refuses, measured on Linux 6.18:
 
-- The answer is always an error: SECCOMP_USER_NOTIF_FLAG_CONTINUE is never sent, and
+- A refused call's answer is always an error: SECCOMP_USER_NOTIF_FLAG_CONTINUE is sent
+  only for a supervised call a guard (:mod:`cvg_kernel.guard`) found aimed at the
+  caller's own process, where no argument can change to point elsewhere; and
   a program answer that is not ERRNO (a mismatched program) is answered EPERM.
 - Nobody listening means ENOSYS: once the listener's last descriptor is closed (the
   supervisor closed it or died), every notifying call fails with ENOSYS at once,
@@ -73,7 +75,7 @@ from .seccomp import AUDIT_ARCH
 
 # include/uapi/linux/seccomp.h
 SECCOMP_GET_NOTIF_SIZES = 3
-SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1  # never sent from here; named to say so
+SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1  # only for guard.CONTINUE, never for a refused call
 
 
 def _iowr(nr: int, size: int) -> int:
@@ -433,6 +435,27 @@ def _serve(
             )
         elif revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
             return Served(answered, abandoned, "hangup")
+
+
+def serve_handover(
+    sock_fd: int,
+    program: Sequence[Instruction],
+    arch: str,
+    on_denial: Callable[[NotifiedCall], object],
+    *,
+    stop_fd: int | None = None,
+    supervised: Sequence[str] = (),
+) -> Served | None:
+    """Receive the listener the launcher sends on ``sock_fd`` (closed here either way)
+    and :func:`serve` it. None when no listener came: the launcher failed before
+    confining, so nothing ran and nothing was refused."""
+    try:
+        listener = receive_listener(sock_fd)
+    except (NotifyError, OSError):
+        return None
+    finally:
+        os.close(sock_fd)
+    return serve(listener, program, arch, on_denial, stop_fd=stop_fd, supervised=supervised)
 
 
 class Serving:

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cvg_kernel import process
+
 from . import planning, record
 
 _MAX_REPLY = 1 << 20
@@ -331,7 +333,11 @@ class Started:
     def _signal_runner(self) -> int:
         told = 0
         helper = self.box._proc
-        for pid in _children_of(helper.pid):
+        try:
+            runners = process.children_of(helper.pid)
+        except OSError:
+            return 0  # /proc unreadable for now: looked for again until the search ends
+        for pid in runners:
             if _holds_pipe(pid, self._pipe_inode):
                 try:
                     os.kill(pid, signal.SIGTERM)
@@ -339,23 +345,6 @@ class Started:
                 except ProcessLookupError:
                     pass
         return told
-
-
-def _children_of(ppid: int) -> list[int]:
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == ppid:
-            out.append(int(name))
-    return out
 
 
 def _holds_pipe(pid: int, inode: int) -> bool:

@@ -53,18 +53,12 @@ class Guarding:
         self._thread.start()
 
     def _serve(self) -> None:
-        from cvg_kernel.notify import NotifyError, receive_listener, serve
+        from cvg_kernel.notify import serve_handover
 
+        ours, self._ours = self._ours, -1
         try:
-            listener = receive_listener(self._ours)
-        except (NotifyError, OSError):
-            return  # the child failed before confining: nothing ran
-        finally:
-            os.close(self._ours)
-            self._ours = -1
-        try:
-            serve(
-                listener,
+            serve_handover(  # no listener: the child failed before confining, nothing ran
+                ours,
                 self.program,
                 self.arch,
                 self.refused.append,

@@ -240,20 +240,14 @@ class Tracer:
             self._notify_thread.start()
 
     def _serve(self) -> None:
-        from cvg_kernel.notify import NotifyError, receive_listener, serve
+        from cvg_kernel.notify import serve_handover
 
+        # No listener comes when the launcher failed before confining (strace and the
+        # launcher, the other holders of its end, are gone then): nothing was refused.
+        ours, self._ours = self._ours, -1
         try:
-            # Ends with NotifyError when the launcher failed before confining (strace
-            # and the launcher, the other holders of its end, are gone then).
-            listener = receive_listener(self._ours)
-        except (NotifyError, OSError):
-            return  # nothing confined ran, so nothing was refused
-        finally:
-            os.close(self._ours)
-            self._ours = -1
-        try:
-            serve(
-                listener,
+            serve_handover(
+                ours,
                 self.program,
                 self.arch or "",
                 self._notified,
