@@ -443,6 +443,22 @@ def reap_all() -> None:
             return
 
 
+def clear_descendants(keep: set[int], within: float = 10.0) -> None:
+    """Kill and reap every process below this worker but ``keep``, until none is left.
+
+    One round is not enough: processes still forking outrun a single kill, and
+    killed ones stay zombies until reaped. A run that left any behind would have
+    them counted as the next run's tool processes (the worker is a subreaper)."""
+    end = time.monotonic() + within
+    while True:
+        reap_all()
+        rest = [p for p in descendants(os.getpid()) if p not in keep]
+        if not rest or time.monotonic() > end:
+            return
+        kill_pids(rest)
+        time.sleep(0.01)
+
+
 # --------------------------------------------------------------------------- one run
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -524,6 +540,7 @@ def run_job(job: dict) -> dict:
 
 def _run_job(job: dict) -> dict:
     a = job["attack"]
+    clear_descendants(set())  # nothing of an earlier run may count as this one's
     uid, gid = job["uid"], job["gid"]
     base = Path(tempfile.mkdtemp(prefix=f"{a['name']}-", dir=job["tmp"]))
     os.chmod(base, 0o755)
@@ -912,9 +929,7 @@ def _run_job(job: dict) -> dict:
             for p in descendants(me)
             if p not in sentinel_pids
         ]
-        kill_pids(p for p, _ in leftovers)
-        time.sleep(0.02)
-        reap_all()
+        clear_descendants(sentinel_pids)
         if sinks:
             time.sleep(0.05)  # let the sink threads take the last bytes
         out_f.seek(0)
@@ -1147,7 +1162,7 @@ def _run_job(job: dict) -> dict:
             probes.restore_nices(saved_nices)
         for s in sinks.values():
             s.close()
-        reap_all()
+        clear_descendants(set())
         if "pty_master" in locals() and pty_master is not None:
             os.close(pty_master)
             os.close(pty_slave)
