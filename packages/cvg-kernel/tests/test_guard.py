@@ -164,3 +164,36 @@ def test_a_supervised_plan_refuses_to_apply_without_a_listener() -> None:
     prepared.close()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 3
+
+
+def test_a_guard_that_fails_refuses_that_call_and_serving_goes_on(
+    identity: pwd.struct_passwd | None, monkeypatch: Any
+) -> None:
+    """A guard can fail on a caller that vanished mid-call (its /proc entry gone): that
+    call is refused with the guard's errno, and the next supervised calls are still
+    decided, not left to ENOSYS."""
+    from cvg_kernel import guard
+
+    real = guard.GUARDS["kill"]
+    failed: list[int] = []
+
+    def vanishing(tid: int, args: tuple[int, ...], pending: Callable[[], bool]) -> Any:
+        if not failed:
+            failed.append(tid)
+            raise ProcessLookupError(errno.ESRCH, f"no Tgid for {tid}")
+        return real(tid, args, pending)
+
+    monkeypatch.setitem(guard.GUARDS, "kill", vanishing)
+
+    def calls() -> list[int]:
+        out = []
+        for _ in range(3):
+            try:
+                os.kill(os.getpid(), 0)
+                out.append(0)
+            except OSError as e:
+                out.append(e.errno or -1)
+        return out
+
+    run = run_tool(calls, identity, "notify", plan=SUPERVISED, supervisor=serve_guards([]))
+    assert run.value == [errno.ESRCH, 0, 0]

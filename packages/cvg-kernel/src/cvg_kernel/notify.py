@@ -309,7 +309,8 @@ def serve(
     ``listener_fd`` and closes it on the way out, whatever the reason, so a tool
     that outlives the loop gets ENOSYS for its denied calls instead of waiting for
     an answer. An exception from ``on_denial`` or the kernel ends the loop the
-    same way and propagates.
+    same way and propagates; a guard's OSError (its caller vanished mid-call)
+    refuses that one call with its errno, and serving goes on.
 
     A tool cannot hang this loop: it is woken only for notifications that are
     there to take, answering never blocks, and a stop request is seen between any
@@ -396,7 +397,13 @@ def _serve(
                     valid = _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, ctypes.addressof(nid))
                     return bool(valid == 0)
 
-                decided = guard(notif.pid, tuple(notif.data.args), pending)
+                try:
+                    decided = guard(notif.pid, tuple(notif.data.args), pending)
+                except OSError as e:
+                    # The caller vanished or its memory could not be read: refuse
+                    # this call and keep serving, or every later supervised call
+                    # of the tool would end as ENOSYS.
+                    decided = e.errno or _errno.EPERM
                 if isinstance(decided, Deferred):
                     err_answer, after = decided.err, decided.after
                 else:
@@ -419,7 +426,10 @@ def _serve(
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_SEND: {os.strerror(err)}")
             answered += 1
             if after is not None:
-                after()
+                try:
+                    after()
+                except OSError:
+                    pass  # the target went away after the answer: nothing left to do
             nr = notif.data.nr
             if err_answer == 0:
                 continue  # a supervised call performed: nothing was refused
