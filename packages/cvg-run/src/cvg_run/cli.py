@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 
-from . import guarding, planning, record
+from . import guarding, planning, policy_lookup, record
 from .supervisor import Outcome, not_started, resolve_command, supervise, tree_limits
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -34,8 +34,10 @@ resources, no_new_privs and no capabilities. With no -p, an embedded default
 policy is used: read the system (/usr, /etc, /opt, the working directory),
 write a private ${SCRATCH} directory, no network.
 
-The tool's stdin, stdout and stderr are its own; cvg-run speaks only on stderr,
-prefixed "cvg-run:", and only when something is wrong (or with -v). When the
+The tool's stdin, stdout and stderr are its own (but with -p -: stdin carried
+the policy, and the tool's stdin is /dev/null); cvg-run speaks only on stderr,
+prefixed "cvg-run:", and only when something is wrong, when -p NAME was looked
+up (the file used), or with -v. When the
 tool's first process exits, or the wall clock runs out, everything it started
 is killed, daemons that left its session included. Each run leaves a cvg.run
 record at --record PATH or in $XDG_STATE_HOME/cvg/runs/<run-id>.json.
@@ -43,6 +45,8 @@ record at --record PATH or in $XDG_STATE_HOME/cvg/runs/<run-id>.json.
 examples:
   cvg-run -- python3 -c 'print(1)'
   cvg-run -p p.yaml -- python3 tool.py
+  cvg-run -p files -- files-server       # ~/.config/cvg/policies/files.yaml
+  cvg-validate p.yaml | cvg-run -p - -- python3 tool.py   # the tool's stdin: /dev/null
   cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
 
 exit status:
@@ -50,7 +54,8 @@ exit status:
   128+N  the tool was killed by signal N (137 also when cvg-run ended it at the
          processes limit: see the record's exit.meaning);
   124    the wall clock ran out;
-  125    the tool was not started (bad policy, refused degraded policy, internal error);
+  125    the tool was not started (bad policy, a policy NAME found nowhere, refused
+         degraded policy, internal error);
          the embedded default policy is never refused as degraded: it is the best
          this kernel offers, and the record lists anything it could not enforce;
   126    the tool could not be executed (including a missing execute grant);
@@ -69,7 +74,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage=USAGE[len("usage: ") :],
     )
-    p.add_argument("-p", "--policy", metavar="POLICY", help="policy file (YAML or JSON)")
+    p.add_argument(
+        "-p",
+        "--policy",
+        metavar="POLICY",
+        help="policy file (YAML or JSON); a bare NAME that is no file here is "
+        "NAME.yaml in $XDG_CONFIG_HOME/cvg/policies (default ~/.config/cvg/policies), "
+        "else in /etc/cvg/policies, and the file used is named on stderr; - reads the "
+        "policy from stdin, and the tool's stdin is then /dev/null",
+    )
     p.add_argument(
         "--allow-degraded",
         action="store_true",
@@ -217,8 +230,10 @@ def _run(args: Options, command: list[str]) -> int:
     run_id = record.new_run_id()
     record_path = args.record or os.path.join(record.state_dir(), f"{run_id}.json")
     try:
-        planned = planning.plan_for(args.policy, cwd=cwd, home=os.path.expanduser("~"))
-    except planning.PolicyRefused as e:
+        text = _policy_source(args)
+        planned = planning.plan_for(args.policy, cwd=cwd, home=os.path.expanduser("~"),
+                                    data=text)  # fmt: skip
+    except (planning.PolicyRefused, policy_lookup.PolicyNotFound) as e:
         _say(str(e))
         return EXIT_NOT_STARTED
     if args.verbose:
@@ -254,6 +269,28 @@ def _run(args: Options, command: list[str]) -> int:
     extra = proxy.record_fields() if proxy is not None else None
     return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
                    extra, reserved)  # fmt: skip
+
+
+def _policy_source(args: Options) -> bytes | None:
+    """Settle what -p names: ``-`` is read from stdin here (and the tool's stdin
+    becomes /dev/null: what it would have read is the policy, already consumed); a
+    bare name with no such file here is looked up (args.policy becomes the file found,
+    said on stderr). Returns the policy's text when it came from stdin."""
+    if args.policy == "-":
+        try:
+            text = sys.stdin.buffer.read()
+        except (OSError, ValueError) as e:
+            raise planning.PolicyRefused(f"-p -: cannot read the policy from stdin: {e}")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        return text
+    if args.policy is not None:
+        path, looked_up = policy_lookup.find(args.policy)
+        if looked_up:
+            _say(f"policy {args.policy}: {path}")
+        args.policy = path
+    return None
 
 
 def _refused_arguments(args: Options, cwd: str) -> int | None:

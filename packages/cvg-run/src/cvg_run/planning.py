@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_POLICY_NAME = "<default policy>"
+STDIN_POLICY_NAME = "<stdin>"
 
 
 class PolicyRefused(Exception):
@@ -111,9 +112,15 @@ def _default_secrets_key(cwd: str) -> str:
     return "\0".join(parts)
 
 
-def plan_for(policy_path: str | None, *, cwd: str, home: str) -> Planned:
-    """The plan for a policy file (None: the embedded default), cached."""
-    if policy_path is None:
+def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None = None) -> Planned:
+    """The plan for a policy file (None: the embedded default), cached. With ``data``,
+    the policy's text as read from stdin (``-p -``): it has no file, and its
+    ${POLICY_DIR} is the working directory."""
+    if data is not None:
+        policy_dir = cwd
+        shown = STDIN_POLICY_NAME
+        real_path = None
+    elif policy_path is None:
         data = default_policy_bytes()
         policy_dir = cwd
         shown = DEFAULT_POLICY_NAME
