@@ -239,6 +239,23 @@ def test_out_file_leaves_stdio_alone(
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".obs.json.")]
 
 
+def test_out_dir_keeps_one_observation_per_session(
+    work: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    sessions = tmp_path / "state" / "server"  # made on first use
+    for text in ("hello.txt", "x"):
+        code, out, _ = run(capfd, "--out-dir", str(sessions), "--", "cat", text)
+        assert code == 0 and out.endswith("\n") and "kind" not in out
+    files = sorted(sessions.iterdir())
+    assert len(files) == 2 and all(f.suffix == ".json" for f in files), files
+    read = {e.path for f in files for e in loads_as(Observation, f.read_bytes()).events}
+    assert {str(work / "hello.txt"), str(work / "x")} <= read
+    assert sessions.stat().st_mode & 0o777 == 0o700
+    code, _, err = run(capfd, "--out-dir", str(sessions), "--out", "o.json", "--", "true")
+    assert code == 2 and "--out and --out-dir" in err
+    assert len(list(sessions.iterdir())) == 2
+
+
 def test_exit_status_is_the_tools(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capfd, "--", "sh", "-c", "exit 7")
     assert code == 7 and observation(out).exit_status == 7

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
@@ -66,6 +67,16 @@ Exit status:
     "command's stdout is sent to stderr.",
 )
 @click.option(
+    "--out-dir",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Like --out, to a new file in DIR (made if missing) named by the time the "
+    "observation started, e.g. 20261201T182749Z-1a2b3c4d.json: one observation per "
+    "session of a tool a client starts again and again (an MCP server).",
+)
+@click.option(
     "--unconfined",
     is_flag=True,
     help="Plain strace, no learning sandbox (for code you trust; prints a warning).",
@@ -79,7 +90,13 @@ Exit status:
 )
 @click.version_option(__version__, "-V", "--version", prog_name="cvg-observe")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
-def cli(out: str | None, unconfined: bool, strace: str | None, command: tuple[str, ...]) -> int:
+def cli(
+    out: str | None,
+    out_dir: str | None,
+    unconfined: bool,
+    strace: str | None,
+    command: tuple[str, ...],
+) -> int:
     """Run CMD under strace and write what it did as a cvg.observation.
 
     Every file it opened, created, removed, renamed or executed, every socket, connect,
@@ -108,6 +125,10 @@ def cli(out: str | None, unconfined: bool, strace: str | None, command: tuple[st
         argv = argv[1:]
     if not argv:
         raise click.UsageError("no command given (usage: cvg-observe [OPTIONS] -- CMD...)")
+    if out_dir is not None:
+        if out is not None:
+            raise click.UsageError("--out and --out-dir: give one")
+        out = _session_file(out_dir)
     if unconfined:
         click.echo(UNCONFINED_WARNING, err=True)
     sys.stdout.flush()
@@ -127,6 +148,16 @@ def cli(out: str | None, unconfined: bool, strace: str | None, command: tuple[st
         if note.endswith("skipped") or "left out" in note:
             click.echo(f"cvg-observe: note: {note}", err=True)
     return result.exit_status
+
+
+def _session_file(directory: str) -> str:
+    """A name in ``directory`` no other session takes: the start time, then random."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise click.UsageError(f"--out-dir {directory}: {e.strerror}") from None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join(directory, f"{stamp}-{os.urandom(4).hex()}.json")
 
 
 def _binary_stdout() -> BinaryIO:
