@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
 from cvg_schema import Event, Observation
 
-__all__ = ["UTILITIES", "Baseline", "baselines", "utilities"]
+__all__ = ["RESOLVER", "UTILITIES", "Baseline", "baselines", "resolver", "utilities"]
 
 GLIBC: Final = (
     "/etc/ld.so.cache",
@@ -153,3 +153,37 @@ def utilities(obs: Observation) -> list[Baseline]:
                         out[real] = Baseline(real, event, why)
                     break
     return list(out.values())
+
+
+RESOLVER: Final = (
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/services",
+)
+"""What getaddrinfo() reads to turn a name into an address: a client that connected to
+an IP literal on one input connects to ``localhost`` or a host name on another."""
+
+_INET: Final = frozenset({"inet", "inet6"})
+
+
+def resolver(obs: Observation, grantable: Callable[[Event], bool]) -> list[Baseline]:
+    """The resolver baseline (existing here) when the tool connected or sent over TCP or
+    UDP, citing the first such connect or send that is ``grantable``."""
+    first = next(
+        (
+            e
+            for e in obs.events
+            if e.op in ("connect", "send")
+            and grantable(e)
+            and e.family in _INET
+            and (e.result == "ok" or e.result.startswith("ECONN") or e.denied_while_learning)
+        ),
+        None,
+    )
+    if first is None:
+        return []
+    why = "resolver baseline: a network client resolves host names on another input"
+    return [Baseline(p, first, why) for p in RESOLVER if os.path.exists(p)]

@@ -40,7 +40,8 @@ from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
 from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
-from .baselines import baselines, utilities
+from .baselines import Baseline, baselines, resolver, utilities
+from .packaged import index as package_index
 from .paths import PathContext, is_broad, is_per_process, parent, within
 
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
@@ -257,12 +258,14 @@ class _Builder:
                 continue
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
         self._reads(reads, ctx, name, cwd_var_ok)
+        if cwd_var_ok:
+            self._writable_workspace(obs, name)
         self._executables(obs, ctx, name, cwd_var_ok)
-        for b in baselines(obs):
+        for b in [*baselines(obs), *resolver(obs, self._grantable)]:
             self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
                 b.event, f"{b.why} ({_summary(b.event)})", name
             )
-        for b in utilities(obs):
+        for b in [*utilities(obs), *self._siblings(obs)]:
             summary = f"{b.why} ({_summary(b.event)})"
             self.rule(self.fs["execute"], ctx.to_policy(b.path)).cite(b.event, summary, name)
             if _is_script(b.path):
@@ -280,6 +283,9 @@ class _Builder:
         self._denies(obs, ctx, name)
         if self.syscall_mode == "allowlist":
             self._calls(obs, name)
+
+    def _grantable(self, e: Event) -> bool:
+        return _marked_never(e) is None and (self.grant_denied or not e.denied_while_learning)
 
     def _calls(self, obs: Observation, name: str | None) -> None:
         anchor = _first_exec(obs) or (obs.events[0] if obs.events else None)
@@ -390,6 +396,38 @@ class _Builder:
             return
         self.rule(self.fs["write"], target).cite(e, _summary(e), name)
 
+    def _writable_workspace(self, obs: Observation, name: str | None) -> None:
+        """Write on ``${CWD}`` from evidence that where the tool writes depends on its
+        input: it wrote files (anywhere), or it ran a shell or make, whose scripts make
+        their own output directories. Bounded like every workspace rule: never the home
+        or a broad tree (the caller checked), and secrets beneath it stay denied."""
+        rule = self.fs["write"].get("${CWD}")
+        if rule is not None and any(r.observation == name for r in rule.reasons):
+            return
+        wrote = next((e for e in obs.events if _writes_a_file(e)), None)
+        if wrote is not None:
+            why = (
+                "the working directory is the tool's workspace, writable: the tool writes "
+                "files, and another input names other outputs there"
+            )
+            evidence = wrote
+        else:
+            found = next(((exe, e) for exe, e in obs.executions() if _runs_scripts(exe.path)), None)
+            if found is None:
+                self.note(
+                    "the workspace stays read-only: the tool wrote no file and ran no shell "
+                    "or make (another input that writes there is refused)"
+                )
+                return
+            evidence = found[1]
+            why = (
+                "the working directory is the tool's workspace, writable: a shell or make "
+                "ran, and a script makes its own outputs on another input"
+            )
+        r = self.rule(self.fs["write"], "${CWD}")
+        r.why = r.why or why
+        r.cite(evidence, _summary(evidence), name)
+
     def _cwd_write(self, e: Event, name: str | None) -> None:
         r = self.rule(self.fs["write"], "${CWD}")
         r.why = "the working directory is the tool's workspace: everything it wrote there"
@@ -481,6 +519,26 @@ class _Builder:
                     is_bin = posixpath.basename(d) in ("bin", "sbin")
                     if is_bin and d not in self.path_dirs:
                         self.path_dirs.append(d)
+
+    def _siblings(self, obs: Observation) -> list[Baseline]:
+        """The other programs of each package an executed file came from (see
+        :mod:`.packaged`); a package that is not widened is said once, in a note."""
+        out: list[Baseline] = []
+        for exe, e in obs.executions():
+            if e.result != "ok" or secret_reason(exe.path, obs.home) or _marked_never(e):
+                continue
+            pkg = package_index().package_of(exe.path)
+            if pkg is None:
+                continue
+            if pkg.refused is not None:
+                self.note(f"not granted: the other programs of package {pkg.name}: {pkg.refused}")
+                continue
+            why = (
+                f"package baseline: {exe.path} belongs to the package {pkg.name} "
+                f"({pkg.listing}), and another input may run its other programs"
+            )
+            out.extend(Baseline(p, e, why) for p in pkg.programs)
+        return out
 
     def _built(
         self, e: Event, concrete: str, ctx: PathContext, name: str | None, cwd_ok: bool
@@ -811,6 +869,25 @@ def _event_or(obs: Observation, event_id: str | None) -> Event | None:
         except KeyError:
             pass
     return obs.events[0] if obs.events else None
+
+
+_SCRIPT_RUNNERS: Final = frozenset(
+    {"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox", "make", "gmake"}
+)
+
+
+def _runs_scripts(path: str) -> bool:
+    return posixpath.basename(os.path.realpath(path)) in _SCRIPT_RUNNERS
+
+
+def _writes_a_file(e: Event) -> bool:
+    """A successful write, create, remove, rename or link of a file (not a device:
+    `> /dev/null` opens with O_CREAT and makes nothing)."""
+    if e.result != "ok" or e.path is None or not e.path.startswith("/"):
+        return False
+    if e.op not in ("write", "create", "remove", "rename", "link"):
+        return False
+    return not e.path.startswith(("/dev/", "/proc/", "/sys/")) and not _existing_special(e.path)
 
 
 def _existing_special(path: str) -> bool:

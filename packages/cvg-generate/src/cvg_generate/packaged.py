@@ -1,0 +1,149 @@
+"""Sibling programs of an installed package: one run uses some, another input others.
+
+A tool that ran ``sort`` from coreutils runs ``sha256sum`` on another input; a build
+that ran ``as`` from binutils archives with ``ar`` on the next. The package manager
+knows which programs ship together: dpkg lists each package's files in
+``/var/lib/dpkg/info/<package>.list``. An executed file that belongs to a package
+widens to that package's other programs (regular executable files in a ``bin``,
+``sbin`` or ``libexec`` directory of the package), citing the package.
+
+Never for a package that ships a setuid or setgid file (a program that runs with
+other privileges is granted only when it was seen to run) or a shell (listed in
+``/etc/shells``: one shell runs anything), checked on disk, and never a file that is a
+secret by name.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+from cvg_policy.secrets import secret_reason
+
+__all__ = ["DPKG_INFO", "Package", "PackageIndex", "index"]
+
+DPKG_INFO: Final = Path("/var/lib/dpkg/info")
+SHELLS_FILE: Final = Path("/etc/shells")
+_PROGRAM_DIRS: Final = frozenset({"bin", "sbin", "libexec"})
+_MAX_PROGRAMS: Final = 400
+"""A package shipping more programs than this is not widened (a distribution's
+catch-all package would grant far more than one tool's siblings)."""
+
+
+@dataclass
+class Package:
+    """One installed package, its program files, and why it is not widened (if so)."""
+
+    name: str
+    listing: str
+    programs: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+class PackageIndex:
+    """Which package each installed file belongs to (dpkg's lists, read once)."""
+
+    def __init__(self, info: Path = DPKG_INFO, shells: Path = SHELLS_FILE) -> None:
+        self.info = info
+        self.owner: dict[str, str] = {}
+        self.files: dict[str, list[str]] = {}
+        self._packages: dict[str, Package] = {}
+        self.shells = _shells(shells)
+        try:
+            listings = sorted(info.glob("*.list"))
+        except OSError:
+            listings = []
+        for listing in listings:
+            name = listing.name[: -len(".list")]
+            try:
+                lines = listing.read_text(errors="surrogateescape").splitlines()
+            except OSError:
+                continue
+            self.files[name] = lines
+            for line in lines:
+                self.owner.setdefault(line, name)
+
+    def package_of(self, path: str) -> Package | None:
+        """The package that installed ``path`` (as run or as resolved), else None."""
+        for candidate in _spellings(path):
+            name = self.owner.get(candidate)
+            if name is not None:
+                return self.package(name)
+        return None
+
+    def package(self, name: str) -> Package:
+        """The package ``name`` with its programs, judged on disk."""
+        found = self._packages.get(name)
+        if found is None:
+            found = self._packages[name] = self._judge(name)
+        return found
+
+    def _judge(self, name: str) -> Package:
+        pkg = Package(name, str(self.info / f"{name}.list"))
+        programs: dict[str, None] = {}
+        for path in self.files.get(name, []):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            real = os.path.realpath(path)
+            if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                pkg.refused = f"it ships the setuid/setgid program {path}"
+                return pkg
+            if path in self.shells or real in self.shells:
+                pkg.refused = f"it ships the shell {path}"
+                return pkg
+            in_program_dir = bool(_PROGRAM_DIRS.intersection(path.split("/")[:-1]))
+            if in_program_dir and st.st_mode & 0o111 and secret_reason(real) is None:
+                programs[real] = None
+        if len(programs) > _MAX_PROGRAMS:
+            pkg.refused = f"it ships {len(programs)} programs (more than {_MAX_PROGRAMS})"
+            return pkg
+        pkg.programs = sorted(programs)
+        return pkg
+
+
+def _spellings(path: str) -> list[str]:
+    """``path`` as dpkg may list it: as given, resolved, and across the merged-/usr
+    links (``/bin/ls`` and ``/usr/bin/ls`` are one file on a merged-/usr system)."""
+    out = [os.path.normpath(path)]
+    real = os.path.realpath(path)
+    out.append(real)
+    for p in list(out):
+        head, tail = os.path.split(p)
+        out.append(os.path.join(os.path.realpath(head), tail))
+        if p.startswith("/usr/"):
+            out.append(p[len("/usr") :])
+        elif p.startswith(("/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/")):
+            out.append("/usr" + p)
+    return list(dict.fromkeys(out))
+
+
+def _shells(path: Path) -> set[str]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return set()
+    out = set()
+    for line in lines:
+        line = line.strip()
+        if line.startswith("/"):
+            out.add(line)
+            out.add(os.path.realpath(line))
+    return out
+
+
+def index() -> PackageIndex:
+    """The index of this machine's packages (:data:`DPKG_INFO`, read once per process)."""
+    return _index(DPKG_INFO, SHELLS_FILE)
+
+
+@lru_cache(maxsize=4)
+def _index(info: Path, shells: Path) -> PackageIndex:
+    return PackageIndex(info, shells)

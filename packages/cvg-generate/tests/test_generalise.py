@@ -1,0 +1,215 @@
+"""Generalisations that carry a policy from one input to the next, each from evidence
+the observation holds, each citing it, and none granting a secret beneath it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cvg_generate import packaged
+from cvg_generate.baselines import RESOLVER
+from cvg_generate.generate import Source, generate
+from cvg_schema import Observation, Policy
+
+
+def obs(cwd: str, *events: dict[str, Any], **extra: Any) -> Observation:
+    evs = [
+        {"id": f"e{i}", "syscall": "openat", "result": "ok", **e} for i, e in enumerate(events, 1)
+    ]
+    data: dict[str, Any] = {
+        "kind": "cvg.observation",
+        "schema_version": "1.0",
+        "argv": ["tool"],
+        "cwd": cwd,
+        "home": "/nonexistent-home",
+        "scratch": ["/nonexistent-scratch"],
+        "events": evs,
+        **extra,
+    }
+    return Observation.model_validate(data)
+
+
+def gen(o: Observation) -> Policy:
+    return generate([Source(o)]).policy
+
+
+def cited(p: Policy, field: str, path: str) -> list[str]:
+    i = getattr(p.filesystem, field).index(path)
+    return [f"{r.event_id}: {r.summary}" for r in p.reasons[f"filesystem.{field}[{i}]"]]
+
+
+# ------------------------------------------------------------ sibling programs
+
+
+def _program(path: Path, mode: int = 0o755) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(mode)
+
+
+@pytest.fixture
+def fake_dpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three packages under tmp_path/root: tools (two programs and a key file in bin),
+    suid (a setuid program), ashell (a program listed in the fake /etc/shells)."""
+    root = tmp_path / "root"
+    info = tmp_path / "info"
+    info.mkdir()
+    files = {
+        "tools": ["usr/bin/tool-a", "usr/bin/tool-b", "usr/libexec/tools/helper",
+                  "usr/bin/id_rsa", "usr/share/doc/tools/README"],
+        "suid": ["usr/bin/suid-a", "usr/bin/suid-b"],
+        "ashell": ["usr/bin/ash-a", "usr/bin/ash-b"],
+    }  # fmt: skip
+    for pkg, names in files.items():
+        for n in names:
+            _program(root / n)
+        listing = [str(root / "usr"), *[str(root / n) for n in names]]
+        (info / f"{pkg}.list").write_text("\n".join(listing) + "\n")
+    (root / "usr/bin/suid-b").chmod(0o4755)
+    shells = tmp_path / "shells"
+    shells.write_text(f"# shells\n{root}/usr/bin/ash-b\n")
+    monkeypatch.setattr(packaged, "DPKG_INFO", info)
+    monkeypatch.setattr(packaged, "SHELLS_FILE", shells)
+    return root
+
+
+def _ran(root: Path, program: str, cwd: Path) -> Observation:
+    path = str(root / program)
+    return obs(
+        str(cwd),
+        {"op": "execute", "syscall": "execve", "path": path},
+        executables=[{"path": path, "event_id": "e1"}],
+    )
+
+
+def test_a_program_brings_its_package_siblings_citing_the_package(
+    fake_dpkg: Path, tmp_path: Path
+) -> None:
+    p = gen(_ran(fake_dpkg, "usr/bin/tool-a", tmp_path / "work"))
+    sibling = str(fake_dpkg / "usr/bin/tool-b")
+    assert sibling in p.filesystem.execute
+    assert str(fake_dpkg / "usr/libexec/tools/helper") in p.filesystem.execute
+    assert str(fake_dpkg / "usr/share/doc/tools/README") not in p.filesystem.execute
+    why = " ".join(cited(p, "execute", sibling))
+    assert "package tools" in why and "e1:" in why and "tools.list" in why
+
+
+def test_a_secret_in_a_package_bin_is_not_granted(fake_dpkg: Path, tmp_path: Path) -> None:
+    p = gen(_ran(fake_dpkg, "usr/bin/tool-a", tmp_path / "work"))
+    assert str(fake_dpkg / "usr/bin/tool-b") in p.filesystem.execute
+    assert not any("id_rsa" in x for x in p.filesystem.execute + p.filesystem.read)
+
+
+@pytest.mark.parametrize(("program", "other"), [("suid-a", "suid-b"), ("ash-a", "ash-b")])
+def test_no_siblings_from_a_package_with_setuid_programs_or_a_shell(
+    fake_dpkg: Path, tmp_path: Path, program: str, other: str
+) -> None:
+    result = generate([Source(_ran(fake_dpkg, f"usr/bin/{program}", tmp_path / "work"))])
+    execute = result.policy.filesystem.execute
+    assert str(fake_dpkg / f"usr/bin/{program}") in execute
+    assert str(fake_dpkg / f"usr/bin/{other}") not in execute
+    assert any("not granted" in n and "ships" in n for n in result.notes)
+
+
+def test_coreutils_on_this_host(tmp_path: Path) -> None:
+    sort = shutil.which("sort")
+    if sort is None or packaged.index().package_of(sort) is None:
+        pytest.skip("sort is not installed by dpkg here")
+    p = gen(
+        obs(
+            str(tmp_path),
+            {"op": "execute", "syscall": "execve", "path": sort},
+            executables=[{"path": sort, "event_id": "e1"}],
+        )
+    )
+    assert os.path.realpath("/usr/bin/sha256sum") in p.filesystem.execute
+    assert "/usr/bin/su" not in p.filesystem.execute
+
+
+# ------------------------------------------------------------ a writable workspace
+
+
+def _shell_read_only(cwd: Path) -> Observation:
+    return obs(
+        str(cwd),
+        {"op": "execute", "syscall": "execve", "path": "/bin/sh"},
+        {"op": "read", "path": f"{cwd}/in.json"},
+        executables=[{"path": "/bin/sh", "event_id": "e1"}],
+    )
+
+
+def test_a_shell_script_gets_a_writable_workspace_citing_the_shell(tmp_path: Path) -> None:
+    p = gen(_shell_read_only(tmp_path))
+    assert "${CWD}" in p.filesystem.write
+    assert any(x.startswith("e1:") and "shell or make" in x for x in cited(p, "write", "${CWD}"))
+
+
+def test_a_tool_that_wrote_elsewhere_gets_a_writable_workspace(tmp_path: Path) -> None:
+    p = gen(
+        obs(
+            str(tmp_path),
+            {"op": "read", "path": f"{tmp_path}/in.json"},
+            {"op": "create", "path": "/nonexistent-scratch/out.tgz"},
+        )
+    )
+    assert "${CWD}" in p.filesystem.write
+    assert any(x.startswith("e2:") and "writes files" in x for x in cited(p, "write", "${CWD}"))
+
+
+def test_a_reader_that_wrote_nothing_keeps_a_read_only_workspace(tmp_path: Path) -> None:
+    p = gen(
+        obs(
+            str(tmp_path),
+            {"op": "read", "path": f"{tmp_path}/in.json"},
+            {"op": "create", "path": "/dev/null"},
+        )
+    )
+    assert "${CWD}" in p.filesystem.read
+    assert "${CWD}" not in p.filesystem.write
+
+
+def test_the_home_as_working_directory_is_never_made_writable(tmp_path: Path) -> None:
+    o = _shell_read_only(tmp_path).model_copy(update={"home": str(tmp_path)})
+    assert "${CWD}" not in gen(o).filesystem.write
+
+
+def test_a_secret_in_the_writable_workspace_stays_denied(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("TOKEN=x\n")
+    p = gen(_shell_read_only(tmp_path))
+    assert "${CWD}" in p.filesystem.write
+    assert "${CWD}/.env" in p.filesystem.deny
+
+
+# ------------------------------------------------------------ the resolver
+
+
+def _connect(port: int, address: str = "127.0.0.1", **extra: Any) -> dict[str, Any]:
+    return {
+        "op": "connect",
+        "syscall": "connect",
+        "family": "inet",
+        "sock_type": "stream",
+        "port": port,
+        "address": address,
+        **extra,
+    }
+
+
+def test_a_network_client_gets_the_resolver_citing_its_connect(tmp_path: Path) -> None:
+    p = gen(obs(str(tmp_path), {"op": "read", "path": "/usr/share/a"}, _connect(8080)))
+    present = [f for f in RESOLVER if os.path.exists(f)]
+    assert present, "no resolver file on this host"
+    for f in present:
+        assert f in p.filesystem.read
+        assert any(x.startswith("e2:") and "resolver" in x for x in cited(p, "read", f))
+
+
+def test_no_resolver_without_a_connect_or_for_a_decoy(tmp_path: Path) -> None:
+    decoy = _connect(443, source={"decoy": True})
+    reader = obs(str(tmp_path), {"op": "read", "path": "/usr/share/a"})
+    for o in (reader, obs(str(tmp_path), decoy)):
+        assert not set(RESOLVER) & set(gen(o).filesystem.read)
