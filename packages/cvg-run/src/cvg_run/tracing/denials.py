@@ -40,10 +40,18 @@ class DenialLog:
     The record keeps each distinct denial once (the same kind of call on the same
     target, refused by the same mechanism with the same error): its first occurrence,
     with ``N times;`` at the start of its detail when it happened more than once.
+
+    With ``say``, each distinct denial the sandbox caused is said as soon as it is
+    judged, not when the run ends: a server may run for hours, and whoever watches
+    its stderr should see a refusal when it happens.
     """
 
     def __init__(
-        self, plan: dict[str, Any], variables: dict[str, str], wake: Callable[[], None]
+        self,
+        plan: dict[str, Any],
+        variables: dict[str, str],
+        wake: Callable[[], None],
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.judge = Judge(plan, variables)
         self.parser = TraceParser()
@@ -55,6 +63,8 @@ class DenialLog:
         self._seen: dict[tuple[Any, ...], int] = {}
         self._counts: list[int] = []
         self._lock = threading.Lock()
+        self.say = say
+        self.printed = 0  # lines said for distinct denials, as they came
         self.dropped = 0
         self.notified = 0
         self.root_status: tuple[str, int] | None = None  # ("exited", N) / ("signaled", SIG)
@@ -152,21 +162,36 @@ class DenialLog:
         self, event: RawEvent, verdict: Verdict, rec: Record | None, detail: str | None
     ) -> None:
         with self._lock:
-            self._add_locked(event, verdict, rec, detail)
+            added = self._add_locked(event, verdict, rec, detail)
+            line = self._line(verdict) if added and self.say is not None else None
+        if line is not None and self.say is not None:
+            # Outside the lock: stderr may be a pipe nobody is reading just now, and the
+            # notification loop must not wait for it.
+            self.say(line)
+
+    def _line(self, verdict: Verdict) -> str | None:
+        """The stderr line for a new distinct denial, or None (not the sandbox's doing,
+        or past the line limit); counts it. Called under the lock."""
+        if not verdict.blames_cvg:
+            return None
+        self.printed += 1
+        if self.printed > MAX_LINES:
+            return None
+        return f"denied: {verdict.what} ({verdict.reason})"
 
     def _add_locked(
         self, event: RawEvent, verdict: Verdict, rec: Record | None, detail: str | None
-    ) -> None:
+    ) -> bool:
         # Distinct: the same kind of call on the same target, refused the same way.
         key = (verdict.what, event.syscall if not verdict.what else "", verdict.mechanism,
                verdict.right, event.result)  # fmt: skip
         index = self._seen.get(key)
         if index is not None:
             self._counts[index] += 1
-            return
+            return False
         if len(self.denials) >= MAX_DENIALS:
             self.dropped += 1
-            return
+            return False
         d: dict[str, Any] = {"id": f"d{len(self.denials) + 1}", "syscall": event.syscall}
         if event.pid:
             d["pid"] = event.pid
@@ -199,28 +224,26 @@ class DenialLog:
         self.denials.append(d)
         self.verdicts.append(verdict)
         self._counts.append(1)
+        return True
 
     def finish(
         self, meaning: str, detail: str | None, say: Callable[[str], None]
     ) -> list[dict[str, Any]]:
-        """The run's denials for the record, after one line on stderr for each
-        distinct denial the sandbox caused."""
+        """The run's denials for the record. Each distinct denial the sandbox caused
+        has had its line on stderr as it came (the run's own end, a limit or a
+        signal, now); then how many were past the line limit."""
+        if self.say is None:
+            self.say = say
         ended = Judge.ended(meaning, detail)
         if ended is not None:
             event = RawEvent(None, "other", "exit", "", None)
             self._add(event, ended, None, None)
-        printed = 0
-        for d, verdict, count in zip(self.denials, self.verdicts, self._counts, strict=True):
+        for d, count in zip(self.denials, self._counts, strict=True):
             if count > 1:
                 d["detail"] = f"{count} times; " + d.get("detail", "")
                 d["detail"] = d["detail"][:4096]
-            if not verdict.blames_cvg:
-                continue
-            printed += 1
-            if printed <= MAX_LINES:
-                say(f"denied: {verdict.what} ({verdict.reason})")
-        if printed > MAX_LINES:
-            say(f"denied: {printed - MAX_LINES} more; see the run record")
+        if self.printed > MAX_LINES:
+            say(f"denied: {self.printed - MAX_LINES} more; see the run record")
         if self.dropped:
             say(f"trace: {self.dropped} further failed calls were not recorded")
         return self.denials

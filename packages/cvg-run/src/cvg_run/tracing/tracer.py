@@ -268,7 +268,7 @@ class Tracer:
     def _new_log(self) -> DenialLog:
         from .denials import DenialLog
 
-        self.log = DenialLog(self.plan, self.variables, self._wake)
+        self.log = DenialLog(self.plan, self.variables, self._wake, self.say)
         self._ready.set()
         return self.log
 
