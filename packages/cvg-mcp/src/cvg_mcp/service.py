@@ -238,6 +238,12 @@ class Service:
                 run_record.write_atomic(where, run_record.dumps(rec))
             except OSError:
                 pass  # explain_denials still has it in memory
+            else:
+                try:
+                    limits = run_record.bounds()
+                except ValueError:
+                    limits = run_record.Bounds()  # cvg-run says so; the service keeps serving
+                run_record.prune(os.path.dirname(where), where, limits)
             outcome = Outcome(rec, out, err, job.cancelled)
             answer = self._answer(chosen, outcome, traced_asked=True)
             if fired.is_set() and not job.cancelled:

@@ -40,7 +40,10 @@ prefixed "cvg-run:", and only when something is wrong, when -p NAME was looked
 up (the file used), or with -v. When the
 tool's first process exits, or the wall clock runs out, everything it started
 is killed, daemons that left its session included. Each run leaves a cvg.run
-record at --record PATH or in $XDG_STATE_HOME/cvg/runs/<run-id>.json.
+record at --record PATH or in $XDG_STATE_HOME/cvg/runs/<run-id>.json; that
+directory keeps the newest 100 records of each policy and 200 MB in all, the
+oldest deleted first (CVG_RUNS_KEEP=N records per policy, CVG_RUNS_MAX_MB=M;
+0 for no bound).
 
 examples:
   cvg-run -- python3 -c 'print(1)'
@@ -61,7 +64,8 @@ exit status:
   126    the tool could not be executed (including a missing execute grant);
   127    the tool was not found;
   2      usage error (a bad option, no command, a --cwd that is not a directory,
-         a --record whose directory does not exist); nothing was run.
+         a --record whose directory does not exist, a CVG_RUNS_KEEP or
+         CVG_RUNS_MAX_MB that is not a whole number); nothing was run.
 """
 
 
@@ -93,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "--trace",
         action="store_true",
         help="run the tool under strace and name every refused call: one line per distinct "
-        "denial on stderr at the end, each failed call in the record's denials with the "
+        "denial on stderr as it happens, each failed call in the record's denials with the "
         "mechanism that refused it and the policy rule that would grant it; failures that "
         "are the tool's own (ENOENT on a probe, file modes) are recorded with mechanism "
         "none and not printed. Needs strace (exit 125 without it); CVG_TRACE_MODE=ptrace "
@@ -127,6 +131,7 @@ class Options:
         self.verbose = False
         self.help = False
         self.command: list[str] = []
+        self.bounds: record.Bounds | None = None  # the state directory's, when written there
 
 
 class UsageError(Exception):
@@ -305,6 +310,12 @@ def _refused_arguments(args: Options, cwd: str) -> int | None:
         parent = os.path.dirname(os.path.abspath(args.record))
         if not os.path.isdir(parent):
             _say(f"--record {args.record}: no such directory {parent}")
+            return 2
+    else:
+        try:
+            args.bounds = record.bounds()
+        except ValueError as e:
+            _say(str(e))
             return 2
     if args.trace:
         from cvg_trace.tool import StraceNotFound, find_strace
@@ -512,6 +523,9 @@ def _finish(
     except OSError as e:
         # The tool has run; its status stays the answer, but say the record is missing.
         _say(f"cannot write the run record {record_path}: {e.strerror}")
+    else:
+        if args.bounds is not None:
+            record.prune(os.path.dirname(record_path), record_path, args.bounds)
     if args.verbose:
         _say(f"run {run_id}: {outcome.meaning} {outcome.status}; record {record_path}")
     return outcome.status

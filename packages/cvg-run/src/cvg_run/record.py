@@ -154,3 +154,105 @@ class Reserved:
 
 def dumps(record: Mapping[str, Any]) -> bytes:
     return (json.dumps(record, indent=2, sort_keys=False) + "\n").encode()
+
+
+# How many records the state directory keeps (see the README's "Run records").
+KEEP_ENV = "CVG_RUNS_KEEP"
+MAX_MB_ENV = "CVG_RUNS_MAX_MB"
+DEFAULT_KEEP = 100
+DEFAULT_MAX_MB = 200
+# The record's head, where its policy_digest is (kind, schema_version, run_id, then it).
+_HEAD = 1024
+_DIGEST_KEY = b'"policy_digest": "'
+
+
+class Bounds:
+    """How many of the state directory's records to keep: the newest ``keep`` per
+    policy and at most ``max_bytes`` in all (0: no bound)."""
+
+    def __init__(self, keep: int = DEFAULT_KEEP, max_bytes: int = DEFAULT_MAX_MB << 20) -> None:
+        self.keep = keep
+        self.max_bytes = max_bytes
+
+
+def bounds(environ: Mapping[str, str] | None = None) -> Bounds:
+    """The bounds from CVG_RUNS_KEEP and CVG_RUNS_MAX_MB; ValueError names a bad one."""
+    env = os.environ if environ is None else environ
+    values = []
+    for name, default in ((KEEP_ENV, DEFAULT_KEEP), (MAX_MB_ENV, DEFAULT_MAX_MB)):
+        text = env.get(name, "").strip()
+        if not text:
+            values.append(default)
+        elif text.isdigit():
+            values.append(int(text))
+        else:
+            raise ValueError(f"{name}={text!r}: expected a whole number (0: no bound)")
+    return Bounds(values[0], values[1] << 20)
+
+
+def _policy_of(path: str) -> str:
+    """The policy_digest in a record's head ('' when it has none there)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD)
+    except OSError:
+        return ""
+    start = head.find(_DIGEST_KEY)
+    if start < 0:
+        return ""
+    start += len(_DIGEST_KEY)
+    end = head.find(b'"', start)
+    return head[start:end].decode("ascii", "replace") if end > 0 else ""
+
+
+def prune(directory: str, written: str, limits: Bounds) -> list[str]:
+    """Delete the state directory's oldest records beyond ``limits``, never
+    ``written`` (the record just made) nor a record still being written (its hidden
+    temporary name): the paths deleted. Each deletion is one unlink, so a reader
+    sees a whole record or none; another cvg-run pruning at the same time only
+    finds some already gone."""
+    kept = os.path.abspath(written)
+    entries: list[tuple[int, str, int]] = []  # (mtime_ns, path, size), the newest last
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.name.startswith(".") or not e.name.endswith(".json"):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                entries.append((st.st_mtime_ns, e.path, st.st_size))
+    except OSError:
+        return []
+    entries.sort()
+    doomed: set[str] = set()
+    # Per policy: only read the heads when there are more records than one policy
+    # may keep (a few hundred small reads, after the tool has ended).
+    if limits.keep and len(entries) > limits.keep:
+        per: dict[str, int] = {}
+        for _mtime, path, _size in reversed(entries):
+            digest = _policy_of(path)
+            per[digest] = per.get(digest, 0) + 1
+            if per[digest] > limits.keep:
+                doomed.add(path)
+    if limits.max_bytes:
+        total = sum(size for _m, path, size in entries if path not in doomed)
+        for _mtime, path, size in entries:
+            if total <= limits.max_bytes:
+                break
+            if path not in doomed and os.path.abspath(path) != kept:
+                doomed.add(path)
+                total -= size
+    removed = []
+    for _mtime, path, _size in entries:
+        if path not in doomed or os.path.abspath(path) == kept:
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            continue  # not ours to remove (another user's, a read-only directory)
+        removed.append(path)
+    return removed
