@@ -213,3 +213,47 @@ def test_no_resolver_without_a_connect_or_for_a_decoy(tmp_path: Path) -> None:
     reader = obs(str(tmp_path), {"op": "read", "path": "/usr/share/a"})
     for o in (reader, obs(str(tmp_path), decoy)):
         assert not set(RESOLVER) & set(gen(o).filesystem.read)
+
+
+# ------------------------------------------------------------ servers
+
+
+def _timed(cwd: Path, *extra: dict[str, Any]) -> Observation:
+    return obs(
+        str(cwd),
+        {"op": "execute", "syscall": "execve", "path": "/usr/bin/python3", "time": 100.0},
+        {"op": "read", "path": f"{cwd}/notes/a.txt", "time": 101.0},
+        *extra,
+    )
+
+
+_WAIT = {"op": "wait", "syscall": "read", "address": "stdin (pipe)", "time": 102.0}
+
+
+def test_a_server_gets_no_wall_clock_and_generous_cpu_citing_its_wait(tmp_path: Path) -> None:
+    p = gen(_timed(tmp_path, _WAIT))
+    assert p.resources.wall_clock_seconds is None
+    assert p.resources.cpu_seconds >= 3600
+    for key in ("wall_clock_seconds", "cpu_seconds"):
+        assert any(r.event_id == "e3" for r in p.reasons[f"resources.{key}"])
+    # It read its workspace: another request writes there.
+    assert "${CWD}" in p.filesystem.write
+
+
+def test_a_tool_that_does_not_wait_gets_four_times_its_run(tmp_path: Path) -> None:
+    p = gen(_timed(tmp_path, {"op": "read", "path": "/usr/share/a", "time": 110.0}))
+    assert p.resources.wall_clock_seconds == 40  # 10 s seen, x4
+    assert p.resources.cpu_seconds == 40
+
+
+def test_one_server_observation_leaves_the_union_unlimited(tmp_path: Path) -> None:
+    p = generate([Source(_timed(tmp_path), "a"), Source(_timed(tmp_path, _WAIT), "b")]).policy
+    assert p.resources.wall_clock_seconds is None
+
+
+def test_a_server_workspace_keeps_its_secrets_denied(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "server.key").write_text("k")
+    p = gen(_timed(tmp_path, _WAIT))
+    assert "${CWD}" in p.filesystem.write
+    assert "${CWD}/notes/server.key" in p.filesystem.deny

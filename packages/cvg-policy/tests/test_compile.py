@@ -383,6 +383,17 @@ def test_resources(policy_factory: Make) -> None:
     assert defaults.processes == 64 and defaults.wall_clock_seconds == 60
 
 
+def test_a_null_wall_clock_is_no_limit_and_absent_is_the_default() -> None:
+    from cvg_policy.load import load_policy
+
+    unlimited = load_policy(
+        b"version: 1\nresources:\n  wall_clock_seconds: null\n", filename="p.yaml"
+    )
+    assert compile_policy(unlimited.policy, variables=context(), abi=7).wall_clock_seconds is None
+    absent = load_policy(b"version: 1\nresources:\n  cpu_seconds: 5\n", filename="p.yaml")
+    assert compile_policy(absent.policy, variables=context(), abi=7).wall_clock_seconds == 60
+
+
 def test_wall_clock_beyond_what_a_plan_holds_is_refused_on_load() -> None:
     from cvg_policy.load import load_policy
 

@@ -59,6 +59,9 @@ MAX_REASONS: Final = 4
 
 DEFAULT_HEADROOM: Final = 4.0
 
+SERVER_CPU: Final = 3600
+"""CPU seconds per process for a server: an hour of work, however long it idles."""
+
 _CONNECT_OUTCOMES: Final = frozenset(
     {"ok", "ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET", "EALREADY"}
 )
@@ -126,6 +129,8 @@ class Generated:
 
 def _summary(e: Event, path: str | None = None) -> str:
     what = path if path is not None else e.path
+    if e.op == "wait":
+        what = f"waited on {e.address or 'input'}"
     if what is None and e.op == "socket":
         what = " ".join(str(x) for x in (e.family, e.sock_type) if x is not None) or None
     text = f"{e.syscall} {what}" if what else e.syscall
@@ -133,7 +138,7 @@ def _summary(e: Event, path: str | None = None) -> str:
     if e.port is not None:
         host = f"{e.address}:{e.port}" if e.address else f"port {e.port}"
         text = f"{e.syscall} {host}"
-    if e.op not in ("execute",) and e.op != e.syscall:
+    if e.op not in ("execute", "wait") and e.op != e.syscall:
         extra.append(e.op)
     if e.result != "ok":
         extra.append(f"{e.result}")
@@ -181,7 +186,7 @@ class _Builder:
         self.syscalls: dict[str, _Rule] = {}
         self.env_set: dict[str, tuple[str, _Rule]] = {}
         self.env_pass: dict[str, _Rule] = {}
-        self.resources: dict[str, tuple[int, _Rule]] = {}
+        self.resources: dict[str, tuple[int | None, _Rule]] = {}
         self._notes: dict[str, list[str]] = {}
         self.path_dirs: list[str] = []
 
@@ -413,6 +418,10 @@ class _Builder:
             evidence = wrote
         else:
             found = next(((exe, e) for exe, e in obs.executions() if _runs_scripts(exe.path)), None)
+            wait = _serves(obs)
+            if found is None and wait is not None:
+                self._writable_server(obs, wait, name)
+                return
             if found is None:
                 self.note(
                     "the workspace stays read-only: the tool wrote no file and ran no shell "
@@ -427,6 +436,28 @@ class _Builder:
         r = self.rule(self.fs["write"], "${CWD}")
         r.why = r.why or why
         r.cite(evidence, _summary(evidence), name)
+
+    def _writable_server(self, obs: Observation, wait: Event, name: str | None) -> None:
+        assert obs.cwd is not None
+        cwd = posixpath.normpath(obs.cwd)
+        used = next(
+            (
+                e
+                for e in obs.events
+                if e.op == "read" and e.result == "ok" and e.path and within(e.path, cwd)
+            ),
+            None,
+        )
+        if used is None:
+            self.note("the workspace stays read-only: the server read nothing there")
+            return
+        r = self.rule(self.fs["write"], "${CWD}")
+        r.why = r.why or (
+            "the working directory is the tool's workspace, writable: a server that works "
+            "on it, and another request writes there"
+        )
+        r.cite(wait, _summary(wait), name)
+        r.cite(used, _summary(used), name)
 
     def _cwd_write(self, e: Event, name: str | None) -> None:
         r = self.rule(self.fs["write"], "${CWD}")
@@ -640,28 +671,56 @@ class _Builder:
         pids = len({e.pid for e in obs.events if e.pid is not None}) or 1
         h = self.headroom
         seen = f"{duration:.2f} s from {first.id} to {last.id}"
-        values = {
+        values: dict[str, tuple[int | None, str, Event]] = {
             "wall_clock_seconds": (
                 max(30, math.ceil(duration * h)),
                 f"ran {seen}; x{h:g} headroom, at least 30 s",
+                last,
             ),
             "cpu_seconds": (
                 max(30, math.ceil(duration * h)),
                 f"cannot use more CPU than the {seen} it ran; x{h:g} headroom, at least 30 s",
+                last,
             ),
             "processes": (
                 max(16, math.ceil(pids * h)),
                 f"{pids} processes and threads seen; x{h:g} headroom, at least 16",
+                last,
             ),
-            "memory_mb": (2048, "memory is not observed: room for common compilers and runtimes"),
-            "open_files": (1024, "descriptors are not observed: the usual soft limit"),
-            "file_size_mb": (1024, "file sizes are not observed: 1 GiB"),
+            "memory_mb": (
+                2048,
+                "memory is not observed: room for common compilers and runtimes",
+                first,
+            ),
+            "open_files": (1024, "descriptors are not observed: the usual soft limit", last),
+            "file_size_mb": (1024, "file sizes are not observed: 1 GiB", last),
         }
-        for key, (value, why) in values.items():
+        wait = _serves(obs)
+        if wait is not None:
+            values["wall_clock_seconds"] = (
+                None,
+                f"no wall-clock limit: it serves a client ({_summary(wait)}), and a server "
+                "lives as long as its client",
+                wait,
+            )
+            values["cpu_seconds"] = (
+                max(SERVER_CPU, math.ceil(duration * h)),
+                f"a server ({_summary(wait)}) idles for hours using no CPU and works in "
+                f"bursts: sized generously, {SERVER_CPU} s of CPU per process, not from the "
+                f"{seen} it ran",
+                wait,
+            )
+        for key, (value, why, event) in values.items():
             prev = self.resources.get(key)
             r = prev[1] if prev else _Rule()
-            r.cite(last if key != "memory_mb" else first, why, name)
-            self.resources[key] = (max(value, prev[0]) if prev else value, r)
+            r.cite(event, why, name)
+            if prev is None:
+                merged = value
+            elif value is None or prev[0] is None:
+                merged = None  # unlimited in one observation: unlimited in the union
+            else:
+                merged = max(value, prev[0])
+            self.resources[key] = (merged, r)
 
     def _denies(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
         """Secrets beneath a granted directory stay unreachable: filesystem.deny."""
@@ -899,6 +958,12 @@ def _existing_special(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)
+
+
+def _serves(obs: Observation) -> Event | None:
+    """The first sign the tool serves a client: a ``wait`` event (it accepted on a
+    listening socket, or read its stdin from a pipe, socket or terminal)."""
+    return next((e for e in obs.events if e.op == "wait" and e.result == "ok"), None)
 
 
 def _first_exec(obs: Observation) -> Event | None:

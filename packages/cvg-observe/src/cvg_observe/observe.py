@@ -50,6 +50,7 @@ from cvg_trace.parse import TraceParser
 from cvg_trace.tool import strace_version
 
 from .elf import executable_chain
+from .serving import InputWaits, stdin_kind
 
 __all__ = [
     "EXIT_NOT_OBSERVED",
@@ -197,6 +198,7 @@ class ObservationWriter:
         skip_execs: int = 0,
         judge: Callable[[RawEvent], str | None] | None = None,
         notes: Iterable[str] = (),
+        stdin: str | None = None,
     ) -> None:
         self.argv = argv
         self.cwd = cwd
@@ -208,6 +210,7 @@ class ObservationWriter:
         self.parser = TraceParser()
         self.tracker = Tracker(cwd, skip_execs=skip_execs)
         self.tracker.parser = self.parser
+        self.waits = InputWaits(stdin)
         self.spool: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115
         self.written = _Written()
         # Every call the command made from its exec on (the launcher's own are not its).
@@ -227,10 +230,16 @@ class ObservationWriter:
         track = self.tracker.feed
         tracker = self.tracker
         counts = self.syscalls
+        waits = self.waits
         for line in lines:
             rec = feed(line)
             if rec is not None:
                 yield from track(rec)
+                proc = tracker.procs.get(rec.pid)
+                if proc is not None and proc.recording:
+                    wait = waits.see(rec)
+                    if wait is not None:
+                        yield wait
             if tracker.started:
                 # Counted where each call starts, so a call that never returns
                 # (exit_group, or one its process was killed in) counts once too.
@@ -508,6 +517,7 @@ def observe(
                     skip_execs=1 if confined else 0,
                     judge=judge,
                     notes=all_notes,
+                    stdin=stdin_kind(0),
                 ) as writer:
                     writers.append(writer)
                     try:

@@ -535,7 +535,11 @@ def _explain_resources(policy: Policy, facts: Facts, judge: _Judge) -> list[Rule
             "resources.wall_clock_seconds",
             "supervisor (cvg-run)",
             [_Part(None, None, "")],
-            note=f"{res.wall_clock_seconds} s; cvg-exec alone has no supervisor and ignores it",
+            note=(
+                "no limit (null)"
+                if res.wall_clock_seconds is None
+                else f"{res.wall_clock_seconds} s; cvg-exec alone has no supervisor and ignores it"
+            ),
         )
     ]
     for key, limit, name, note in (

@@ -39,8 +39,12 @@ EventOp = Literal[
     "signal",
     "stat",
     "chdir",
+    "wait",
     "other",
 ]
+"""``wait``: the tool waited for input from outside: it accepted on a listening
+socket, or read its stdin when that was a pipe, socket or terminal (a server or an
+interactive tool, whose lifetime is its client's). Grants nothing."""
 
 Result = Annotated[
     str,

@@ -249,13 +249,17 @@ MAX_PROCESSES: Final = 4_194_304  # the largest pid_max
 
 
 class Resources(CvgModel):
-    """Resource limits. Each is a positive integer; a value above its maximum is refused."""
+    """Resource limits. Each is a positive integer; a value above its maximum is refused.
+    `wall_clock_seconds` may be null: no wall-clock limit."""
 
-    wall_clock_seconds: int = Field(
+    wall_clock_seconds: int | None = Field(
         default=60,
         ge=1,
         le=MAX_WALL_CLOCK,
-        description="The run is killed (exit 124) after this many seconds.",
+        description=(
+            "The run is killed (exit 124) after this many seconds. null: no wall-clock "
+            "limit (a long-lived server lives as long as its client); absent: 60."
+        ),
     )
     cpu_seconds: int = Field(
         default=30, ge=1, le=MAX_SECONDS, description="CPU time per process (RLIMIT_CPU)."
