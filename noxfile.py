@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nox
@@ -85,9 +86,11 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def deps(session: nox.Session) -> None:
     """Each package declares what its src imports (or runs) and nothing else, and its
-    test group holds what its tests import (tools/test_dependencies.py)."""
+    test group holds what its tests import (tools/test_dependencies.py); its metadata is
+    ready to publish (tools/test_packaging.py)."""
     _sync(session, "--all-packages")
-    session.run("pytest", "tools/test_dependencies.py", "-q", *session.posargs)
+    session.run("pytest", "tools/test_dependencies.py", "tools/test_packaging.py", "-q",
+                *session.posargs)  # fmt: skip
 
 
 @nox.session
@@ -133,6 +136,9 @@ def build(session: nox.Session) -> None:
             external=True,
         )
         session.run(py, "-c", f"import {module}", external=True)
+        with zipfile.ZipFile(wheel) as zf:
+            if f"{module}-{meta['version']}.dist-info/licenses/LICENSE" not in zf.namelist():
+                session.error(f"{wheel.name} carries no LICENSE")
         for script in scripts:
             session.run(str(venv / "bin" / script), "--help", external=True, silent=True)
 
