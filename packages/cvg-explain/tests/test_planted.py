@@ -538,7 +538,7 @@ def test_rlimit_memory(box: Box) -> None:
         MEMORY_TOOL,
         lambda: (["300"], _printed("OK 300")),
         policy,
-        Expect("rlimit", "as", "resources.memory_mb", "ENOMEM", ["+  memory_mb: 448"], "low"),
+        Expect("rlimit", "data", "resources.memory_mb", "ENOMEM", ["+  memory_mb: 448"], "low"),
     )
 
 

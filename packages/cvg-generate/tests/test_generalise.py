@@ -257,3 +257,22 @@ def test_a_server_workspace_keeps_its_secrets_denied(tmp_path: Path) -> None:
     p = gen(_timed(tmp_path, _WAIT))
     assert "${CWD}" in p.filesystem.write
     assert "${CWD}/notes/server.key" in p.filesystem.deny
+
+
+# ------------------------------------------------------------ memory
+
+
+def test_memory_is_sized_from_the_measured_peak_with_headroom(tmp_path: Path) -> None:
+    measured = _timed(tmp_path).model_copy(
+        update={"peak_rss_kb": 300 * 1024, "tree_rss_kb": 400 * 1024}
+    )
+    p = gen(measured)
+    assert p.resources.memory_mb == 1600  # 400 MiB at once, x4
+    why = " ".join(r.summary for r in p.reasons["resources.memory_mb"])
+    assert "400 MiB at once" in why and "300 MiB" in why
+
+
+def test_a_small_peak_still_gets_the_floor_and_unmeasured_keeps_2048(tmp_path: Path) -> None:
+    small = _timed(tmp_path).model_copy(update={"peak_rss_kb": 20 * 1024})
+    assert gen(small).resources.memory_mb == 512
+    assert gen(_timed(tmp_path)).resources.memory_mb == 2048

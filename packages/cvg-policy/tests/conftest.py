@@ -67,6 +67,7 @@ ALL_FEATURES: tuple[str, ...] = (
     "seccomp.filter",
     "rlimit.cpu",
     "rlimit.as",
+    "rlimit.data",
     "rlimit.fsize",
     "rlimit.nofile",
     "rlimit.nproc",

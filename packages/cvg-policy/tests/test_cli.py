@@ -98,6 +98,7 @@ def facts_fixture(abi: int = 4) -> Facts:
         "landlock.net.bind_tcp",
         "rlimit.cpu",
         "rlimit.as",
+        "rlimit.data",
         "rlimit.fsize",
         "rlimit.nofile",
         "rlimit.nproc",

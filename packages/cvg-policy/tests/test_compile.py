@@ -375,11 +375,11 @@ def test_resources(policy_factory: Make) -> None:
         }
     )
     plan = compile_policy(policy, variables=context(), abi=7)
-    assert plan.rlimits == {"cpu": 7, "as": 300 * MIB, "fsize": 5 * MIB, "nofile": 99, "core": 0}
+    assert plan.rlimits == {"cpu": 7, "data": 300 * MIB, "fsize": 5 * MIB, "nofile": 99, "core": 0}
     assert plan.processes == 12
     assert plan.wall_clock_seconds == 90
     defaults = compile_policy(policy_factory(), variables=context(), abi=7)
-    assert defaults.rlimits["as"] == 512 * MIB
+    assert defaults.rlimits["data"] == 512 * MIB
     assert defaults.processes == 64 and defaults.wall_clock_seconds == 60
 
 

@@ -39,7 +39,7 @@ def test_feature_list_covers_the_issue() -> None:
         "landlock.net.bind_tcp", "landlock.scope.signal", "landlock.scope.abstract_unix_socket",
         "landlock.flag.log_same_exec_off", "landlock.flag.tsync", "seccomp.filter",
         "seccomp.errno", "seccomp.arch_trap", "seccomp.socket_family", "no_new_privs",
-        "rlimit.cpu", "rlimit.as", "rlimit.fsize", "rlimit.nofile", "rlimit.nproc",
+        "rlimit.cpu", "rlimit.as", "rlimit.data", "rlimit.fsize", "rlimit.nofile", "rlimit.nproc",
         "rlimit.core", "subreaper", "pidfd", "close_range", "caps.drop", "strace",
     }  # fmt: skip
     assert must <= set(FEATURES)

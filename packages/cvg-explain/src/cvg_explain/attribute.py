@@ -119,7 +119,7 @@ _RESOURCE_MAX: Final = {
     "wall_clock_seconds": 604_800,
 }
 _RESOURCE_WORDS: Final = {
-    "memory_mb": "address space per process",
+    "memory_mb": "private writable memory per process",
     "processes": "processes at once",
     "open_files": "open descriptors per process",
     "file_size_mb": "largest file size",
@@ -529,7 +529,7 @@ def _rlimit(d: Denial, ctx: Context) -> Finding:
 
 def _infer_rlimit(d: Denial) -> str | None:
     if d.errno == "ENOMEM":
-        return "as"
+        return "data"
     if d.errno == "EAGAIN" and d.syscall in ("clone", "clone3", "fork", "vfork"):
         return "nproc"
     if d.errno in ("EMFILE",):
@@ -548,7 +548,7 @@ def _supervisor(d: Denial, ctx: Context) -> Finding:
         return _raise(
             d, ctx, "wall_clock_seconds", "the supervisor ended the run at the wall clock"
         )
-    if "memory" in rule or right in ("as", "memory"):
+    if "memory" in rule or right in ("as", "data", "memory"):
         return _raise(d, ctx, "memory_mb", "the supervisor ended the run: too much memory")
     if "cpu" in rule or right == "cpu":
         return _raise(d, ctx, "cpu_seconds", "the supervisor ended the run: too much CPU time")

@@ -59,6 +59,10 @@ MAX_REASONS: Final = 4
 
 DEFAULT_HEADROOM: Final = 4.0
 
+MIN_MEMORY: Final = 512
+"""memory_mb at least: another input's data is larger, and a runtime's private memory
+(what RLIMIT_DATA counts) runs ahead of what it has touched."""
+
 SERVER_CPU: Final = 3600
 """CPU seconds per process for a server: an hour of work, however long it idles."""
 
@@ -687,11 +691,7 @@ class _Builder:
                 f"{pids} processes and threads seen; x{h:g} headroom, at least 16",
                 last,
             ),
-            "memory_mb": (
-                2048,
-                "memory is not observed: room for common compilers and runtimes",
-                first,
-            ),
+            "memory_mb": _memory(obs, h, first, last),
             "open_files": (1024, "descriptors are not observed: the usual soft limit", last),
             "file_size_mb": (1024, "file sizes are not observed: 1 GiB", last),
         }
@@ -958,6 +958,26 @@ def _existing_special(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)
+
+
+def _memory(obs: Observation, h: float, first: Event, last: Event) -> tuple[int, str, Event]:
+    """memory_mb from the peak the observer measured, with headroom; 2048 when the
+    observation has none (imported, or made before it was measured)."""
+    seen_kb = max(obs.peak_rss_kb or 0, obs.tree_rss_kb or 0)
+    if not seen_kb:
+        return 2048, "memory was not measured: room for common compilers and runtimes", first
+    mb = math.ceil(seen_kb / 1024)
+    parts = []
+    if obs.peak_rss_kb:
+        parts.append(f"one process at most {math.ceil(obs.peak_rss_kb / 1024)} MiB resident")
+    if obs.tree_rss_kb:
+        parts.append(f"the tree at most {math.ceil(obs.tree_rss_kb / 1024)} MiB at once")
+    value = max(MIN_MEMORY, math.ceil(mb * h))
+    why = (
+        f"{' and '.join(parts)} (measured while observing, to {last.id}); x{h:g} "
+        f"headroom, at least {MIN_MEMORY} MiB"
+    )
+    return value, why, first
 
 
 def _serves(obs: Observation) -> Event | None:

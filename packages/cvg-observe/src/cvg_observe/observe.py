@@ -50,6 +50,7 @@ from cvg_trace.parse import TraceParser
 from cvg_trace.tool import strace_version
 
 from .elf import executable_chain
+from .memory import TreeSampler, peak_rss_kb
 from .serving import InputWaits, stdin_kind
 
 __all__ = [
@@ -215,6 +216,13 @@ class ObservationWriter:
         self.written = _Written()
         # Every call the command made from its exec on (the launcher's own are not its).
         self.syscalls: dict[str, int] = {}
+        self.peak_rss_kb: int | None = None
+        self.tree_rss_kb: int | None = None
+
+    def memory(self, peak_kb: int, tree_kb: int) -> None:
+        """Record what the run used (see :mod:`.memory`); 0 is "not measured"."""
+        self.peak_rss_kb = peak_kb or None
+        self.tree_rss_kb = tree_kb or None
 
     def __enter__(self) -> ObservationWriter:
         return self
@@ -293,6 +301,8 @@ class ObservationWriter:
             strace_version=self.strace_version,
             exit_status=status if status is not None and 0 <= status <= 255 else None,
             syscalls=dict(sorted(self.syscalls.items())),
+            peak_rss_kb=self.peak_rss_kb,
+            tree_rss_kb=self.tree_rss_kb,
             notes=notes,
         )
         head = envelope.model_dump(mode="json", by_alias=True)
@@ -524,11 +534,18 @@ def observe(
                         proc = subprocess.Popen(argv, stdout=tool_stdout, env=env)
                     except OSError as e:
                         raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
-                    seen = _Counted(_lines_from(fd, proc, forwarder.flush))
+                    sampler = TreeSampler(proc.pid)
+
+                    def tick() -> None:
+                        forwarder.flush()
+                        sampler.sample()
+
+                    seen = _Counted(_lines_from(fd, proc, tick))
                     try:
                         writer.consume(seen)
                     finally:
                         code = proc.wait()
+                    writer.memory(peak_rss_kb(), sampler.peak_kb)
                     if not writer.started and seen.count == 0 and code != 0:
                         # Not one trace line: strace itself failed (a bad --strace, a
                         # refused ptrace), so the command was never its to start.

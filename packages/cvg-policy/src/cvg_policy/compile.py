@@ -338,7 +338,7 @@ def compile_report(
         "seccomp": seccomp,
         "rlimits": {
             "cpu": res.cpu_seconds,
-            "as": res.memory_mb * MIB,
+            "data": res.memory_mb * MIB,
             "fsize": res.file_size_mb * MIB,
             "nofile": res.open_files,
             "core": 0,

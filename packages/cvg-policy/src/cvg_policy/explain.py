@@ -119,6 +119,7 @@ FEATURES: Final[dict[str, str]] = {
     "bind_tcp": "landlock.net.bind_tcp",
     "cpu": "rlimit.cpu",
     "as": "rlimit.as",
+    "data": "rlimit.data",
     "fsize": "rlimit.fsize",
     "nofile": "rlimit.nofile",
     "nproc": "rlimit.nproc",
@@ -544,7 +545,13 @@ def _explain_resources(policy: Policy, facts: Facts, judge: _Judge) -> list[Rule
     ]
     for key, limit, name, note in (
         ("cpu_seconds", "cpu", "RLIMIT_CPU", "CPU seconds per process"),
-        ("memory_mb", "as", "RLIMIT_AS", "address space per process, not resident memory"),
+        (
+            "memory_mb",
+            "data",
+            "RLIMIT_DATA",
+            "private writable memory per process (not address space reserved); the "
+            "supervisor bounds the tree's resident memory in all",
+        ),
         ("file_size_mb", "fsize", "RLIMIT_FSIZE", "largest file a process may write"),
         ("open_files", "nofile", "RLIMIT_NOFILE", "descriptors per process"),
     ):

@@ -31,6 +31,11 @@ RLIMIT_SPECS = {
         "RLIMIT_AS set 16 MiB above the child's size: a 64 MiB mmap that worked before "
         "then failed ENOMEM",
     ),
+    "data": Spec(
+        "rlimit.data",
+        "RLIMIT_DATA set 16 MiB above the child's private writable memory: a 64 MiB "
+        "private writable mmap that worked before then failed ENOMEM",
+    ),
     "fsize": Spec(
         "rlimit.fsize",
         "RLIMIT_FSIZE 4096 with SIGXFSZ ignored: an 8192-byte write stopped at 4096, "
@@ -81,18 +86,23 @@ class RlimitGroup(Group):
         resource.setrlimit(res, (old, want[1]))
         return got
 
-    def _as(self) -> dict[str, Any]:
+    def _memory(self, res: int, field: bytes) -> dict[str, Any]:
+        """Set ``res`` 16 MiB above the /proc/self/status ``field`` it counts, then map."""
         size = 0
         with open("/proc/self/status", "rb") as f:
             for line in f:
-                if line.startswith(b"VmSize:"):
+                if line.startswith(field):
                     size = int(line.split()[1]) * 1024
-        out: dict[str, Any] = {"before": outcome_of(lambda: mmap.mmap(-1, _AS_PROBE).close())}
-        old = self._soft(resource.RLIMIT_AS, size + _AS_HEADROOM)
+
+        def private() -> None:  # private and writable: counted by both limits
+            mmap.mmap(-1, _AS_PROBE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS).close()
+
+        out: dict[str, Any] = {"before": outcome_of(private)}
+        old = self._soft(res, size + _AS_HEADROOM)
         try:
-            out["after"] = outcome_of(lambda: mmap.mmap(-1, _AS_PROBE).close())
+            out["after"] = outcome_of(private)
         finally:
-            resource.setrlimit(resource.RLIMIT_AS, (old, resource.getrlimit(resource.RLIMIT_AS)[1]))
+            resource.setrlimit(res, (old, resource.getrlimit(res)[1]))
         return out
 
     def _fsize(self) -> dict[str, Any]:
@@ -156,7 +166,8 @@ class RlimitGroup(Group):
         return {
             "cpu": self._readback(resource.RLIMIT_CPU, 30),
             "core": self._readback(resource.RLIMIT_CORE, 0),
-            "as": self._as(),
+            "as": self._memory(resource.RLIMIT_AS, b"VmSize:"),
+            "data": self._memory(resource.RLIMIT_DATA, b"VmData:"),
             "fsize": self._fsize(),
             "nofile": self._nofile(),
             "nproc": self._nproc(),  # last: it may give up root for good
@@ -171,8 +182,8 @@ class RlimitGroup(Group):
                 out.append(spec.proven(f"{spec.how}: set {r['set']}, read {r['read']}"))
             else:
                 out.append(spec.failed(f"set {r['wanted']}, read back {r['read']}"))
-        a = got["as"]
-        out.append(check(RLIMIT_SPECS["as"], a, {"before": "OK", "after": "ENOMEM"}))
+        for key in ("as", "data"):
+            out.append(check(RLIMIT_SPECS[key], got[key], {"before": "OK", "after": "ENOMEM"}))
         fs = got["fsize"]
         spec = RLIMIT_SPECS["fsize"]
         if fs["first"] == _FSIZE and fs["next"] == "EFBIG":

@@ -385,7 +385,7 @@ def read_all(fd: int) -> bytes:
 class TreeLimits(Record):
     """Limits on the whole tree of the tool's processes, not on each one.
 
-    RLIMIT_CPU and RLIMIT_AS bind each process alone: four processes under a
+    RLIMIT_CPU and RLIMIT_DATA bind each process alone: four processes under a
     512 MB limit can hold 2 GB between them. The supervisor sums CPU time and
     resident memory over every process in the tree at each scan and ends the
     run when a sum passes the policy's number.
@@ -405,7 +405,11 @@ def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
 
     rlimits = plan.get("rlimits") or {}
     cpu = soft(rlimits.get("cpu"))
-    return TreeLimits(None if cpu is None else float(cpu), soft(rlimits.get("as")))
+    # memory_mb is RLIMIT_DATA in plans compiled now, RLIMIT_AS in older ones.
+    memory = soft(rlimits.get("data"))
+    if memory is None:
+        memory = soft(rlimits.get("as"))
+    return TreeLimits(None if cpu is None else float(cpu), memory)
 
 
 def watch(

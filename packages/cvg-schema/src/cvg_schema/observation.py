@@ -192,6 +192,23 @@ class Observation(MessageBase):
             "observation made before this field existed)."
         ),
     )
+    peak_rss_kb: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The largest resident set any one process of the run reached, KiB (the "
+            "kernel's high-water mark, ru_maxrss of the reaped tree). Absent when not "
+            "measured."
+        ),
+    )
+    tree_rss_kb: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The most resident memory the tool's processes held at once, KiB, sampled "
+            "every 0.25 s (a shorter peak can be missed). Absent when not measured."
+        ),
+    )
     partial: bool = Field(
         default=False,
         description=(
@@ -212,11 +229,13 @@ class Observation(MessageBase):
     )
 
     @model_serializer(mode="wrap")
-    def _omit_no_syscalls(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # Without the set, an observation dumps (and digests) as it did before the field.
+    def _omit_unmeasured(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Without them, an observation dumps (and digests) as it did before these fields.
         data = handler(self)
-        if self.syscalls is None and isinstance(data, dict):
-            data.pop("syscalls", None)
+        if isinstance(data, dict):
+            for key in ("syscalls", "peak_rss_kb", "tree_rss_kb"):
+                if getattr(self, key) is None:
+                    data.pop(key, None)
         return data
 
     @model_validator(mode="after")

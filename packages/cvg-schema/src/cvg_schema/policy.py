@@ -269,7 +269,8 @@ class Resources(CvgModel):
         ge=1,
         le=MAX_MB,
         description=(
-            "Address space per process (RLIMIT_AS), MiB. The supervisor also ends the run "
+            "Private writable memory per process (RLIMIT_DATA: what a process can fill, not "
+            "the address space a runtime reserves), MiB. The supervisor also ends the run "
             "when the tree's resident memory plus the memfds and unlinked in-memory files it "
             "holds pass this in all."
         ),

@@ -279,14 +279,15 @@ class Judge:
         if name in ("clone", "fork", "vfork") and err == "EPERM":
             return Verdict("seccomp", None, None, "seccomp: new namespaces are never granted", name)
         if err == "ENOMEM" and name in ("mmap", "mremap", "brk"):
-            if self.rlimits.get("as") is not None:
-                return Verdict(
-                    "rlimit",
-                    "as",
-                    "resources.memory_mb",
-                    "RLIMIT_AS reached: resources.memory_mb",
-                    name,
-                )
+            for limit in ("data", "as"):
+                if self.rlimits.get(limit) is not None:
+                    return Verdict(
+                        "rlimit",
+                        limit,
+                        "resources.memory_mb",
+                        f"RLIMIT_{limit.upper()} reached: resources.memory_mb",
+                        name,
+                    )
             return Verdict("none", what=name)
         if err == "EMFILE":
             return Verdict(

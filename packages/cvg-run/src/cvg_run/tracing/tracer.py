@@ -68,7 +68,7 @@ TRACED: Final = (
     "connect", "bind", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "pidfd_send_signal",
     # working directories, and EAGAIN from RLIMIT_NPROC
     "chdir", "fchdir", "clone", "fork", "vfork",
-    # ENOMEM at RLIMIT_AS (resources.memory_mb). Not free: each stops the tool once, but
+    # ENOMEM at RLIMIT_DATA (resources.memory_mb). Not free: each stops the tool once, but
     # a program maps memory far less often than it reads or writes (a Python start-up
     # makes ~100 of them), and without them a tool killed by its memory limit is silent.
     "mmap", "mremap", "brk",

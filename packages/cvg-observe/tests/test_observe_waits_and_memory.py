@@ -1,5 +1,7 @@
-"""A tool that waits for its client's input leaves ``wait`` events: read of a stdin that
-is a pipe, listen and accept on a socket. A tool whose stdin is /dev/null or a file
+"""What cvg-observe records beyond file and network events: memory, measured, and waits.
+
+A tool that waits for its client's input leaves ``wait`` events: read of a stdin that
+is a pipe, accept on a listening socket. A tool whose stdin is /dev/null or a file
 leaves none, however much it reads."""
 
 from __future__ import annotations
@@ -70,3 +72,10 @@ def test_accept_is_a_wait_naming_the_socket_and_listen_alone_is_not() -> None:
     assert [(w.op, w.syscall, w.address) for w in out] == [
         ("wait", "accept4", "TCP:[127.0.0.1:8000]"),
     ]
+
+
+def test_peak_memory_is_measured(tmp_path: Path) -> None:
+    code = "import time; b = bytearray(200 << 20); time.sleep(0.6); print(len(b))"
+    o = _observe(tmp_path, subprocess.DEVNULL, sys.executable, "-c", code)
+    assert o.peak_rss_kb is not None and o.peak_rss_kb >= 200 * 1024
+    assert o.tree_rss_kb is not None and o.tree_rss_kb >= 200 * 1024
