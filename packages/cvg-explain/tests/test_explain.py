@@ -174,6 +174,22 @@ def test_denied_by_a_deny_rule_has_no_fix(make_record: MakeRecord, tmp_path: Pat
     assert e.rule == "filesystem.deny[0]" and e.fix is None and e.risk is None
 
 
+@pytest.mark.parametrize(
+    "path", ["/proc/self/cgroup", "/proc/self/maps", "/proc/4242/status", "/proc/thread-self/comm"]
+)
+def test_the_processs_own_proc_files_get_no_impossible_fix(
+    make_record: MakeRecord, tmp_path: Path, path: str
+) -> None:
+    e = _one(
+        make_record,
+        tmp_path,
+        {"syscall": "openat", "path": path, "mechanism": "landlock_fs", "right": "read_file",
+         "errno": "EACCES", "op": "read"},
+    )  # fmt: skip
+    assert e.fix is None and e.risk is None
+    assert "own /proc entry" in e.cause and "no policy change fixes it" in e.cause
+
+
 def test_execute_grants_the_exact_file_and_write_plus_exec_is_high(
     make_record: MakeRecord, tmp_path: Path
 ) -> None:

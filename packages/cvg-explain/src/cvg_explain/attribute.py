@@ -18,6 +18,7 @@ from typing import Final
 
 from cvg_kernel.interpreter import exec_interpreter
 from cvg_kernel.seccomp import DENY_REASONS
+from cvg_policy.defaults import is_per_process
 from cvg_schema.run import Connection, Denial
 
 from .change import Change, Context
@@ -217,6 +218,14 @@ def _fs(d: Denial, ctx: Context) -> Finding:
             f"{path} lies beneath filesystem.deny[{i}] ({raw}), which keeps it unreachable "
             "whatever is granted; remove that entry only if the tool truly needs it",
             f"filesystem.deny[{i}]",
+        )
+    if is_per_process(path):
+        return Finding(
+            f"{d.syscall} was refused on {path}, the process's own /proc entry: each "
+            "process has new inodes there, so no filesystem rule written before the run "
+            "can name them (a rule on /proc/self would name cvg-run's own); no policy "
+            "change fixes it, and most programs fall back when it is refused",
+            None,
         )
     if right in ("make_char", "make_block"):
         return Finding(

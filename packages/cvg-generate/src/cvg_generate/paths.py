@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from collections.abc import Iterable
 from typing import Final
 
-from cvg_policy.defaults import BROAD_TREES
+from cvg_policy.defaults import BROAD_TREES, is_per_process
 from cvg_schema import Observation
 
 __all__ = ["BROAD", "PathContext", "is_broad", "is_per_process", "parent", "within"]
@@ -25,8 +24,6 @@ __all__ = ["BROAD", "PathContext", "is_broad", "is_per_process", "parent", "with
 BROAD: Final = BROAD_TREES | {"${HOME}"}
 """Directories no generated rule covers as a whole: the system's top-level trees (a
 rule there would grant far more than any tool used) and the home directory."""
-
-_PER_PROCESS: Final = re.compile(r"^/proc/(self|thread-self|[0-9]+)(/|$)")
 
 
 def within(inner: str, outer: str) -> bool:
@@ -45,12 +42,6 @@ def parent(path: str) -> str:
 def is_broad(path: str) -> bool:
     """True for a directory no generated rule may cover as a whole (see BROAD)."""
     return path in BROAD or (path.startswith("/") and os.path.realpath(path) in BROAD)
-
-
-def is_per_process(path: str) -> bool:
-    """``/proc/self/...``, ``/proc/<pid>/...``: an inode per process, so a Landlock
-    rule made before the tool starts cannot name the tool's own."""
-    return bool(_PER_PROCESS.match(path))
 
 
 class PathContext:

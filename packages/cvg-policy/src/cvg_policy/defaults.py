@@ -13,6 +13,7 @@ as an ordinary user) are left to the file permissions: carving them out would sp
 from __future__ import annotations
 
 import os
+import re
 from typing import Final
 
 from cvg_schema import Policy
@@ -20,7 +21,17 @@ from cvg_schema import Policy
 from .expand import inside
 from .secrets import passwd_home, secret_paths, secret_reason
 
-__all__ = ["BROAD_TREES", "broad_reason", "tailor_default"]
+__all__ = ["BROAD_TREES", "broad_reason", "is_per_process", "tailor_default"]
+
+_PER_PROCESS: Final = re.compile(r"^/proc/(self|thread-self|[0-9]+)(/|$)")
+
+
+def is_per_process(path: str) -> bool:
+    """``/proc/self/...``, ``/proc/<pid>/...``: a new inode per process, so a Landlock
+    rule made before the tool starts cannot name the tool's own (a rule on
+    ``/proc/self`` would name the compiling process's)."""
+    return bool(_PER_PROCESS.match(path))
+
 
 BROAD_TREES: Final = frozenset(
     {
