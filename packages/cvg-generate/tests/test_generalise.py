@@ -276,3 +276,34 @@ def test_a_small_peak_still_gets_the_floor_and_unmeasured_keeps_2048(tmp_path: P
     small = _timed(tmp_path).model_copy(update={"peak_rss_kb": 20 * 1024})
     assert gen(small).resources.memory_mb == 512
     assert gen(_timed(tmp_path)).resources.memory_mb == 2048
+
+
+# ------------------------------------------------------------ a server's settings
+
+
+def test_variables_the_tool_was_given_are_set_and_secrets_passed(tmp_path: Path) -> None:
+    token = "ghp_never_in_a_policy"
+    o = _timed(tmp_path).model_copy(
+        update={
+            "environment": {
+                "MEMORY_FILE_PATH": f"{tmp_path}/memory.json",
+                "MODE": "fast",
+                "GITHUB_TOKEN": None,
+            }
+        }
+    )
+    p = gen(o)
+    assert p.environment.set["MEMORY_FILE_PATH"] == "${CWD}/memory.json"
+    assert p.environment.set["MODE"] == "fast"
+    assert "GITHUB_TOKEN" in p.environment.pass_ and "GITHUB_TOKEN" not in p.environment.set
+    assert token not in p.model_dump_json()
+    assert any(r.event_id == "e1" for r in p.reasons["environment.set.MODE"])
+    i = p.environment.pass_.index("GITHUB_TOKEN")
+    assert "secret" in p.reasons[f"environment.pass[{i}]"][0].summary
+
+
+def test_a_secret_named_variable_with_a_value_is_still_only_passed(tmp_path: Path) -> None:
+    o = _timed(tmp_path).model_copy(update={"environment": {"API_KEY": "sk-123"}})
+    p = gen(o)
+    assert "API_KEY" in p.environment.pass_
+    assert "sk-123" not in p.model_dump_json()

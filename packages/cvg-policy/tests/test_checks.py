@@ -305,6 +305,13 @@ environment:
     assert warnings(findings) == findings
 
 
+def test_a_secret_written_into_environment_set_is_warned_about() -> None:
+    text = "version: 1\nenvironment:\n  set:\n    MODE: fast\n    GITHUB_TOKEN: ghp_x\n"
+    (w,) = run_check(text)
+    assert (w.address, w.line, w.severity) == ("environment.set.GITHUB_TOKEN", 5, "warning")
+    assert "environment.pass" in w.message
+
+
 def test_findings_carry_the_file_and_line() -> None:
     text = "version: 1\nnetwork:\n  tcp_connect:\n    - 443\n    - 25\n"
     (w,) = run_check(text)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cvg_kernel.seccomp import DEFAULT_DENY
-from cvg_policy.secrets import secret_paths, secret_reason
+from cvg_policy.secrets import secret_paths, secret_reason, secret_variable
 from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
@@ -72,6 +72,7 @@ _CONNECT_OUTCOMES: Final = frozenset(
 _BIND_OUTCOMES: Final = frozenset({"ok", "EADDRINUSE"})
 _NOTE_ID: Final = re.compile(r" \[(e[A-Za-z0-9_.:-]+)\]")
 _PATH_ENV: Final = ("/usr/local/bin", "/usr/bin", "/bin")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 _PASS_ENV: Final = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
 
 
@@ -662,6 +663,39 @@ class _Builder:
             self.rule(self.env_pass, var).cite(
                 first, f"locale and terminal settings from the caller ({_summary(first)})", name
             )
+        self._given(obs, ctx, first, name)
+
+    def _given(self, obs: Observation, ctx: PathContext, first: Event, name: str | None) -> None:
+        """The variables the tool was started with beyond its caller's session (an MCP
+        client's settings and keys for its server): set to the value seen, or passed
+        from the caller when the name looks like a secret (its value is never written)."""
+        for var, value in (obs.environment or {}).items():
+            if var in ("PATH", "HOME", "TMPDIR") or not _ENV_NAME.fullmatch(var):
+                continue
+            if value is not None and ("${" in value or "\x00" in value):
+                self.note(
+                    f"not set: {var}: its value holds ${{...}}, which a policy reads as a variable"
+                )
+                continue
+            if value is None or secret_variable(var):
+                self.rule(self.env_pass, var).cite(
+                    first,
+                    f"the tool was started with {var}, which its caller's session does not "
+                    "have; it looks like a secret: passed from the caller, its value not "
+                    f"written here ({_summary(first)})",
+                    name,
+                )
+                continue
+            shown = ctx.to_policy(value) if value.startswith("/") else value
+            prev = self.env_set.get(var)
+            r = prev[1] if prev else _Rule()
+            r.cite(
+                first,
+                f"the tool was started with {var} set, which its caller's session does not "
+                f"have: a setting its client gives it ({_summary(first)})",
+                name,
+            )
+            self.env_set[var] = (shown, r)
 
     def _resources(self, obs: Observation, name: str | None) -> None:
         times = [e.time for e in obs.events if e.time is not None]

@@ -50,6 +50,7 @@ from cvg_trace.parse import TraceParser
 from cvg_trace.tool import strace_version
 
 from .elf import executable_chain
+from .environment import given, parent_environment, without_cvg
 from .memory import TreeSampler, peak_rss_kb
 from .serving import InputWaits, stdin_kind
 
@@ -200,6 +201,7 @@ class ObservationWriter:
         judge: Callable[[RawEvent], str | None] | None = None,
         notes: Iterable[str] = (),
         stdin: str | None = None,
+        environment: dict[str, str | None] | None = None,
     ) -> None:
         self.argv = argv
         self.cwd = cwd
@@ -212,6 +214,7 @@ class ObservationWriter:
         self.tracker = Tracker(cwd, skip_execs=skip_execs)
         self.tracker.parser = self.parser
         self.waits = InputWaits(stdin)
+        self.environment = environment
         self.spool: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115
         self.written = _Written()
         # Every call the command made from its exec on (the launcher's own are not its).
@@ -303,6 +306,7 @@ class ObservationWriter:
             syscalls=dict(sorted(self.syscalls.items())),
             peak_rss_kb=self.peak_rss_kb,
             tree_rss_kb=self.tree_rss_kb,
+            environment=self.environment,
             notes=notes,
         )
         head = envelope.model_dump(mode="json", by_alias=True)
@@ -503,6 +507,19 @@ def observe(
             raise
         try:
             env = dict(os.environ)
+            taken = without_cvg(env)
+            if taken:
+                all_notes.append(
+                    "cvg's own virtualenv is not the tool's: taken out of its environment: "
+                    + ", ".join(taken)
+                )
+            parent = parent_environment()
+            if parent is None:
+                all_notes.append(
+                    "the parent's environment could not be read: no variable is recorded "
+                    "as given to the tool"
+                )
+            env_given = None if parent is None else given(env, parent)
             env["TMPDIR"] = scratch
             judge = None
             plan_path = None
@@ -528,6 +545,7 @@ def observe(
                     judge=judge,
                     notes=all_notes,
                     stdin=stdin_kind(0),
+                    environment=env_given,
                 ) as writer:
                     writers.append(writer)
                     try:

@@ -20,6 +20,7 @@ from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, DEFAULT_ENOSYS, DENY
 
 from .errors import Finding, PolicyError
 from .load import LoadedPolicy
+from .secrets import secret_variable
 from .variables import LATE_BOUND, VARIABLES, expand
 
 __all__ = [
@@ -83,11 +84,6 @@ _SOCKETS: Final[dict[str, str]] = {
     "/run/podman/podman.sock": "the podman socket: root on the host",
     "/run/dbus/system_bus_socket": "the system D-Bus",
 }
-
-_SECRET_NAMES: Final = re.compile(
-    r"SSH_AUTH_SOCK|TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY",
-    re.IGNORECASE,
-)
 
 # What cvg-run sets (in both cases) to point the tool at the network.hosts proxy.
 _PROXY_VARIABLES: Final = frozenset({"https_proxy", "http_proxy", "all_proxy", "no_proxy"})
@@ -470,11 +466,19 @@ class _Checker:
                 "may signal (kill, stop) the user's processes outside the sandbox",
             )
         for i, name in enumerate(self.policy.environment.pass_):
-            if _SECRET_NAMES.search(name):
+            if secret_variable(name):
                 self.add(
                     "warning",
                     f"environment.pass[{i}]",
                     f"passes {name} from the caller: it looks like a secret or a key agent",
+                )
+        for name in self.policy.environment.set:
+            if secret_variable(name):
+                self.add(
+                    "warning",
+                    _env_address(name),
+                    f"sets {name} in the policy file: it looks like a secret, and its value "
+                    "is then written down here; pass it from the caller (environment.pass)",
                 )
 
 

@@ -13,6 +13,7 @@ import glob
 import os
 import posixpath
 import pwd
+import re
 from typing import Final
 
 from .expand import inside
@@ -26,6 +27,7 @@ __all__ = [
     "passwd_home",
     "secret_paths",
     "secret_reason",
+    "secret_variable",
 ]
 
 HOME_SECRETS: Final = (
@@ -229,3 +231,16 @@ def _public_certificate(path: str) -> bool:
         return True
     name = posixpath.basename(path).lower()
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in _CA_NAMES)
+
+
+_SECRET_VARIABLE: Final = re.compile(
+    r"SSH_AUTH_SOCK|TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY",
+    re.IGNORECASE,
+)
+
+
+def secret_variable(name: str) -> bool:
+    """True for an environment variable named like a secret or a key agent
+    (``GITHUB_TOKEN``, ``OPENAI_API_KEY``, ``SSH_AUTH_SOCK``): its value is never written
+    into a policy or an observation."""
+    return _SECRET_VARIABLE.search(name) is not None

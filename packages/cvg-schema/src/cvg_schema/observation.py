@@ -209,6 +209,15 @@ class Observation(MessageBase):
             "every 0.25 s (a shorter peak can be missed). Absent when not measured."
         ),
     )
+    environment: dict[str, str | None] | None = Field(
+        default=None,
+        description=(
+            "Variables the tool was given beyond its caller's session (cvg-observe: "
+            "those its parent's environment lacks or holds otherwise), by name; null as "
+            "the value of a name that looks like a secret, whose value is never recorded. "
+            "Absent when not known."
+        ),
+    )
     partial: bool = Field(
         default=False,
         description=(
@@ -233,7 +242,7 @@ class Observation(MessageBase):
         # Without them, an observation dumps (and digests) as it did before these fields.
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("syscalls", "peak_rss_kb", "tree_rss_kb"):
+            for key in ("syscalls", "peak_rss_kb", "tree_rss_kb", "environment"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
         return data
