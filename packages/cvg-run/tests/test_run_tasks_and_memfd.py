@@ -162,3 +162,22 @@ def test_a_non_dumpable_tool_cannot_hide_its_memfds(identity: Identity, box: Box
         assert "MiB in memfds or unlinked in-memory files" in tight.err
     else:
         assert "hides its descriptors (it is not dumpable)" in tight.err
+
+
+ZOMBIE = r"""
+import os, sys, time
+for _ in range(3):
+    if os.fork() == 0:
+        os._exit(0)
+time.sleep(1.0)  # never reaped while the supervisor walks the tree ten times
+print("done", flush=True)
+"""
+
+
+def test_a_zombie_is_not_a_hidden_process(identity: Identity, box: Box) -> None:
+    """A child its parent has not reaped yet holds nothing; to a supervisor of the
+    same unprivileged user its /proc/PID/fd is unreadable all the same (EACCES, as
+    for a non-dumpable process). It must not end the run as hiding its memory."""
+    ran = _run(box, identity, "zombie.json", ROOM, ZOMBIE)
+    last = _records(box)[-1]
+    assert (ran.rc, last.exit.meaning, ran.out) == (0, "exited", "done\n"), ran.err

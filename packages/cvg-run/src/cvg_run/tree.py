@@ -127,6 +127,16 @@ def _in_memory(target: str, st: os.stat_result, memory_devs: frozenset[int]) -> 
     return st.st_nlink == 0 and st.st_dev in memory_devs and stat.S_ISREG(st.st_mode)
 
 
+def _dead(pid: int) -> bool:
+    """Whether ``pid`` is a zombie (or gone): its state in /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+    except OSError:
+        return True
+    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] in (b"Z", b"X")
+
+
 def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int]) -> bool:
     """Add what ``pid`` holds open to ``sizes``; False when it cannot be read."""
     try:
@@ -135,7 +145,9 @@ def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, i
         if process.gone(e):
             return True
         if e.errno == errno.EACCES:
-            return False
+            # A zombie holds nothing, and may stay one for a while when its parent
+            # is slow to reap it (a loaded machine): not hidden, only dead.
+            return _dead(pid)
         raise
     for name in names:
         link = f"/proc/{pid}/fd/{name}"
