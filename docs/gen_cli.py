@@ -38,6 +38,11 @@ COMMANDS: list[list[str]] = [
     ["cvg-import"],
     ["cvg-import", "divergence"],
     ["cvg-mcp"],
+    ["cvg-wrap"],
+    ["cvg-wrap", "learn"],
+    ["cvg-wrap", "enforce"],
+    ["cvg-wrap", "status"],
+    ["cvg-wrap", "restore"],
 ]
 
 _EXIT_HEADER = re.compile(r"^\s*exit status:?", re.IGNORECASE)
