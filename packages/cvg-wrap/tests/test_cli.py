@@ -220,7 +220,7 @@ def test_enforce_asks_on_a_terminal_and_no_writes_nothing(home: Home) -> None:
     code, err = _enforce_on_a_terminal(home, config, "y")
     assert code == 0, err
     policy = home.policies / "t.yaml"
-    assert policy.is_file() and "wall_clock_seconds: 604800" in policy.read_text()
+    assert policy.is_file() and "/bin/true" in policy.read_text()
     assert entry(config, "t")["args"] == ["--trace", "-p", str(policy), "--", "/bin/true"]
     # The enforced command runs the server under its policy.
     argv = [entry(config, "t")["command"], *entry(config, "t")["args"]]

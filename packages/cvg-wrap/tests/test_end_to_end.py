@@ -60,6 +60,8 @@ def test_learn_enforce_restore_with_a_real_client(home: Home, fmt: str) -> None:
     policy = home.policies / "notes.yaml"
     assert f"--- /dev/null\n+++ {policy}\n" in done.stdout
     assert f"--- {config}\n+++ {config}\n" in done.stdout
+    # A server lives as long as its client: no wall clock (it waited on its stdin).
+    assert "wall_clock_seconds: null" in policy.read_text()
     enforced = entry(config)
     assert enforced["command"].endswith("/cvg-run")
     assert enforced["args"] == ["--trace", "-p", str(policy), "--", *argv_of(original)]

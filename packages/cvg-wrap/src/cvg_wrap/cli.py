@@ -122,9 +122,10 @@ def learn(config: str, servers: tuple[str, ...]) -> None:
     context_settings=_SETTINGS,
     epilog="""\b
 For each learning server with at least one observation: cvg-generate over all of
-them, with the wall clock and CPU time raised to a week (a server lives as long as
-its client's session), checked by cvg-validate, written to POLICIES/<server>.yaml;
-the server then starts under cvg-run --trace -p POLICY -- <its command>. A server
+them (a server that waited on its client gets no wall clock), the names of the
+entry's "env" added to environment.pass, checked by cvg-validate, written to
+POLICIES/<server>.yaml; the server then starts under cvg-run --trace -p POLICY --
+<its command>. A server
 with no observation yet is left learning, and says so. Every change is shown as a
 unified diff first; on a terminal you are asked to confirm.
 Default POLICIES: $XDG_CONFIG_HOME/cvg/policies (~/.config/cvg/policies), where

@@ -17,11 +17,6 @@ RUN = "cvg-run"
 GENERATE = "cvg-generate"
 VALIDATE = "cvg-validate"
 
-# An MCP server lives as long as its client's session (days, for a desktop client):
-# the wall clock and CPU time learned from past sessions would end a longer one.
-LONG_LIVED = {"wall_clock_seconds": 604800, "cpu_seconds": 604800}
-LONG_LIVED_REASON = "an MCP server lives as long as its client's session (cvg-wrap)"
-
 
 class ToolFailed(Exception):
     """A tool is missing or refused its input: one line."""
@@ -49,19 +44,14 @@ def _failure(name: str, done: subprocess.CompletedProcess[str]) -> ToolFailed:
 
 
 def learned_policy(observations: list[str], env: list[str]) -> tuple[str, int, list[str]]:
-    """The policy for what the observations saw (cvg-generate, made long-lived, passing
-    the ``env`` names the client sets for the server, then cvg-validate): its YAML, its
-    number of grants, and cvg-validate's warnings."""
+    """The policy for what the observations saw (cvg-generate, which gives a server
+    that waited on its client no wall clock; then the ``env`` names the client sets for
+    the server passed; then cvg-validate): its YAML, its number of grants, and
+    cvg-validate's warnings."""
     generated = _run([find(GENERATE), "-q", *observations])
     if generated.returncode != 0:
         raise _failure(GENERATE, generated)
     policy: dict[str, Any] = json.loads(generated.stdout)
-    resources = policy.setdefault("resources", {})
-    reasons = policy.get("reasons") or {}
-    for key, value in LONG_LIVED.items():
-        resources[key] = max(int(resources.get(key) or 0), value)
-        for reason in reasons.get(f"resources.{key}", []):
-            reason["summary"] = LONG_LIVED_REASON
     environment = policy.setdefault("environment", {})
     passed = environment.setdefault("pass", [])
     passed += [name for name in env if name not in passed]
