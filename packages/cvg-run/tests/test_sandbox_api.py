@@ -6,6 +6,7 @@ could or could not read, the process table.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -253,3 +254,43 @@ def test_start_hands_back_the_pipes_and_cancel_ends_the_run(box: Sandbox) -> Non
     rec = started.result(data)
     assert time.monotonic() - t0 < 10
     assert rec["exit"]["meaning"] in ("signaled", "limit") or rec["exit"]["status"] >= 128, rec
+
+
+def test_cancel_at_once_still_gives_a_record(box: Sandbox) -> None:
+    """A cancel sent before the runner has even read the run's details: the runner
+    catches it from the moment it is ready, so the run still ends with a record."""
+    for _ in range(5):
+        started = box.start(["sleep", "30"])
+        started.cancel()
+        os.close(started.stdin)
+        t0 = time.monotonic()
+        data = started.reply.recv(1 << 20)
+        started.reply.close()
+        for fd in (started.stdout, started.stderr):
+            os.close(fd)
+        rec = started.result(data)
+        assert time.monotonic() - t0 < 10
+        assert rec["exit"]["meaning"] == "signaled" and rec["exit"]["signal"] == 15, rec["exit"]
+
+
+def test_runners_kept_ready_stay_bounded(box: Sandbox) -> None:
+    """Each run's runner is replaced once, when the run ends: after many runs in a
+    row and a burst of parallel ones the helper keeps a few runners, not one per run."""
+    from cvg_kernel.process import children_of
+
+    from cvg_run.helper import POOL_SIZE
+
+    for _ in range(10):
+        assert box.run(["true"]).status == 0
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert {r.status for r in pool.map(lambda _: box.run(["true"]), range(16))} == {0}
+    def settled() -> int:
+        deadline = time.monotonic() + 10
+        while len(children_of(box._proc.pid)) != POOL_SIZE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return len(children_of(box._proc.pid))
+
+    assert settled() == POOL_SIZE
+    for _ in range(10):
+        assert box.run(["true"]).status == 0
+    assert settled() == POOL_SIZE

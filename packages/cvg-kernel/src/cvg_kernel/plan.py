@@ -256,8 +256,12 @@ def prepare(
     *,
     environ: Mapping[str, str] | None = None,
     notify_sock: int | None = None,
+    compiled: seccomp.Filter | None = None,
 ) -> Prepared:
     """Check ``plan`` and build everything ``apply`` needs. Raises PlanError.
+
+    ``compiled`` is the plan's filter from :func:`compile_filter`, for a process
+    that prepares the same plan many times (the filter depends on no variable).
 
     With ``notify_sock`` (an inherited AF_UNIX socket), ``apply`` installs the
     seccomp filter with its denials turned into user notifications and sends the
@@ -282,7 +286,7 @@ def prepare(
 
     ruleset = _prepare_landlock(_section(plan, "landlock"), variables, notes)
     try:
-        flt = _prepare_seccomp(_section(plan, "seccomp"), arch)
+        flt = compiled or _prepare_seccomp(_section(plan, "seccomp"), arch)
         if handover is not None:
             flt = flt.with_listener()
         rlimit_spec = dict(_section(plan, "rlimits") or {"core": 0})
@@ -307,6 +311,13 @@ def prepare(
             ruleset.close()
         raise
     return Prepared(ruleset, flt, rlimits, caps, env, notes, handover)
+
+
+def compile_filter(plan: Mapping[str, Any]) -> seccomp.Filter:
+    """The plan's seccomp filter, assembled once; see ``prepare(compiled=...)``.
+    Raises PlanError."""
+    check_envelope(plan)
+    return _prepare_seccomp(_section(plan, "seccomp"), plan.get("arch") or machine())
 
 
 def _prepare_landlock(

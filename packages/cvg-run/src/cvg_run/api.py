@@ -7,14 +7,17 @@
         print(result.status, result.stdout)
 
 The policy is compiled once, in this process. A helper process (see
-helper.py) keeps a runner prepared ahead of time, so each run costs one fork,
-the confinement and the exec. ``run`` is safe to call from several threads at
-once: each call has its own pipes and its own reply socket, and the helper
-gives each run its own runner and its own ``${SCRATCH}``.
+helper.py) keeps runners prepared ahead of time and hands them to this
+process, so a run is two messages: its argv and pipes straight to a tool that
+is already confined and waiting, which execs at once, and the run's details to
+the runner that supervises it. ``run`` is safe to call from several threads
+at once: each call has its own pipes, its own reply socket, its own runner and
+its own ``${SCRATCH}``.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import selectors
@@ -28,9 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvg_kernel import process
-
 from . import planning, record
+from .supervisor import resolve_command, which
 
 _MAX_REPLY = 1 << 20
 MAX_REQUEST = 128 * 1024
@@ -65,8 +67,64 @@ class Result:
         return str(self.record["run_id"])
 
 
-def _close_helper(ctl: socket.socket, proc: subprocess.Popen[bytes]) -> None:
+def _exec_tool(
+    tool: socket.socket, details: dict[str, Any], path_env: str | None, stdio: list[int]
+) -> tuple[int, str] | None:
+    """Tell the waiting tool to exec, unless the command is already known not to
+    run: then (status, message) for its runner's record, and the tool is not told."""
+    argv, cwd = details["argv"], details["cwd"]
+    problem = resolve_command(argv[0], path_env, cwd)
+    if problem is not None:
+        return problem
+    # Resolved here, so the waiting tool execs at once (a PATH search there costs
+    # a failed execve per directory).
+    path = argv[0] if "/" in argv[0] else which(argv[0], path_env or os.defpath)
+    start = {"argv": argv, "cwd": cwd, "path": path}
     try:
+        socket.send_fds(tool, [json.dumps(start).encode()], stdio)
+    except OSError:
+        pass  # it failed to confine itself and is gone: its runner's record says why
+    return None
+
+
+def _recv_fds(sock: socket.socket, flags: int) -> tuple[bytes, list[int]]:
+    """One short message and the descriptors it carries (socket.recv_fds before
+    Python 3.12 ignores ``flags``)."""
+    fds = array.array("i")
+    data, ancdata, _, _ = sock.recvmsg(64, socket.CMSG_LEN(fds.itemsize), flags)
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+class _Runner:
+    """A prepared runner handed over by the helper: its socket, and once it is
+    ready, the PATH its tool searches, the waiting tool's socket and its pidfd."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def ready(self) -> tuple[dict[str, Any], int, socket.socket | None] | None:
+        """Wait for the runner's ready message: (what it says, pidfd, tool socket),
+        or None if the runner is gone."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.sock, 4096, 2)
+        except OSError:
+            return None
+        if not data or not fds:
+            for fd in fds:
+                os.close(fd)
+            return None
+        tool = socket.socket(fileno=fds[1]) if len(fds) > 1 else None
+        return json.loads(data), fds[0], tool
+
+
+def _close_helper(ctl: socket.socket, proc: subprocess.Popen[bytes], idle: list[_Runner]) -> None:
+    try:
+        for runner in idle:
+            runner.sock.close()  # a waiting runner ends when its socket closes
+        idle.clear()
         ctl.close()
     finally:
         try:
@@ -173,6 +231,7 @@ class Sandbox:
         finally:
             theirs.close()
         self._ctl = mine
+        self._idle: list[_Runner] = []
         hello = {
             "plan": planned.plan,
             "plan_digest": planned.plan_digest,
@@ -181,7 +240,7 @@ class Sandbox:
         self._ctl.sendall(json.dumps(hello).encode())
         # The helper must never outlive us: closing the socket stops it, and
         # the finalizer runs even if the Sandbox is garbage-collected unclosed.
-        self._finalizer = weakref.finalize(self, _close_helper, self._ctl, self._proc)
+        self._finalizer = weakref.finalize(self, _close_helper, self._ctl, self._proc, self._idle)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -237,6 +296,7 @@ class Sandbox:
                 f"the request is {len(request)} bytes (argv and cwd), more than the "
                 f"{MAX_REQUEST} a run may take"
             )
+        runner, ready, pidfd, tool = self._take()
         mine: list[int] = []
         theirs: list[int] = []
         reply, their_reply = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -251,21 +311,70 @@ class Sandbox:
             if nonblocking:
                 for fd in mine:
                     os.set_blocking(fd, False)
+            details = json.loads(request)
+            if ready["error"] is None and tool is not None:
+                details["problem"] = _exec_tool(tool, details, ready["path"], theirs)
             try:
-                with self._lock:
-                    socket.send_fds(self._ctl, [request], [*theirs, their_reply.fileno()])
+                socket.send_fds(runner.sock, [json.dumps(details).encode()], [their_reply.fileno()])
             except OSError as e:
                 raise SandboxError(f"the sandbox helper is gone: {e}") from None
+            try:
+                self._ctl.send(b"took")  # the helper makes the replacement
+            except OSError:
+                pass  # gone: the next run says so
         except BaseException:
             for fd in mine:
                 os.close(fd)
             reply.close()
+            os.close(pidfd)
             raise
         finally:
             for fd in theirs:
                 os.close(fd)
             their_reply.close()
-        return Started(self, run_id, mine[0], mine[1], mine[2], reply)
+            runner.sock.close()
+            if tool is not None:
+                tool.close()
+        return Started(self, run_id, mine[0], mine[1], mine[2], reply, pidfd)
+
+    def _take(self) -> tuple[_Runner, dict[str, Any], int, socket.socket | None]:
+        """A ready runner: (it, its ready message, its pidfd, its tool's socket)."""
+        for _ in range(3):  # a runner that died before it was ready is passed over
+            runner = self._next_runner()
+            got = runner.ready()
+            if got is not None:
+                return (runner, *got)
+            runner.sock.close()
+        raise SandboxError("the sandbox helper's runners end before they are ready")
+
+    def _next_runner(self) -> _Runner:
+        with self._lock:
+            self._collect(wait=False)
+            if not self._idle:
+                try:
+                    self._ctl.send(b"need")
+                except OSError as e:
+                    raise SandboxError(f"the sandbox helper is gone: {e}") from None
+                while not self._idle:
+                    self._collect(wait=True)
+            return self._idle.pop(0)
+
+    def _collect(self, wait: bool) -> None:
+        """Take the runners the helper has sent; with ``wait``, at least one message."""
+        flags = 0 if wait else socket.MSG_DONTWAIT
+        while True:
+            try:
+                data, fds = _recv_fds(self._ctl, flags)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                raise SandboxError(f"the sandbox helper is gone: {e}") from None
+            if not data:
+                for fd in fds:
+                    os.close(fd)
+                raise SandboxError("the sandbox helper is gone")
+            self._idle.extend(_Runner(socket.socket(fileno=fd)) for fd in fds)
+            flags = socket.MSG_DONTWAIT
 
     def run(
         self,
@@ -295,7 +404,14 @@ class Started:
     comes back on (see :meth:`Sandbox.start`)."""
 
     def __init__(
-        self, box: Sandbox, run_id: str, stdin: int, stdout: int, stderr: int, reply: socket.socket
+        self,
+        box: Sandbox,
+        run_id: str,
+        stdin: int,
+        stdout: int,
+        stderr: int,
+        reply: socket.socket,
+        runner: int,
     ) -> None:
         self.box = box
         self.run_id = run_id
@@ -303,10 +419,12 @@ class Started:
         self.stdout = stdout
         self.stderr = stderr
         self.reply = reply
-        self._pipe_inode = os.fstat(stdout).st_ino
+        # Closed only with this object: a cancel from another thread must never
+        # find the number reused by another descriptor.
+        self._runner = runner
+        weakref.finalize(self, os.close, runner)
 
-    @staticmethod
-    def result(data: bytes) -> dict[str, Any]:
+    def result(self, data: bytes) -> dict[str, Any]:
         """The run's cvg.run record from the runner's reply; SandboxError if none."""
         if not data:
             raise SandboxError("the sandbox helper ended the run without a result")
@@ -314,52 +432,21 @@ class Started:
         if "record" not in answer:
             raise SandboxError(str(answer.get("error", "no record")))
         rec: dict[str, Any] = answer["record"]
+        # The runner leaves out the plan, which this side has: it is most of the
+        # record, and coding it twice per run cost more than the rest of the reply.
+        rec["plan"] = dict(self.box.plan)
         return rec
 
     def cancel(self, search: float = 2.0) -> None:
-        """End the run early, from a thread of its own: the request may still be on
-        its way to a runner, so the runner is looked for until found (or ``search``
-        seconds). The runner is the helper's child holding this run's stdout pipe;
-        SIGTERM is what it already obeys when its helper dies: it ends the tool's tree."""
-        threading.Thread(target=self._cancel, args=(search,), daemon=True).start()
-
-    def _cancel(self, search: float) -> None:
-        import time
-
-        deadline = time.monotonic() + search
-        while not self._signal_runner() and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-    def _signal_runner(self) -> int:
-        told = 0
-        helper = self.box._proc
+        """End the run early: SIGTERM to its runner, through a pidfd (never another
+        process), which is what the runner already obeys when its helper dies: it
+        forwards the signal to the tool and ends the tool's tree. Safe from any
+        thread, and after the run ended. ``search`` is accepted for compatibility;
+        the runner is known from the start."""
         try:
-            runners = process.children_of(helper.pid)
+            signal.pidfd_send_signal(self._runner, signal.SIGTERM)
         except OSError:
-            return 0  # /proc unreadable for now: looked for again until the search ends
-        for pid in runners:
-            if _holds_pipe(pid, self._pipe_inode):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                    told += 1
-                except ProcessLookupError:
-                    pass
-        return told
-
-
-def _holds_pipe(pid: int, inode: int) -> bool:
-    target = f"pipe:[{inode}]"
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
-                return True
-        except OSError:
-            continue
-    return False
+            pass  # the run has ended already
 
 
 def _communicate(in_w: int, out_r: int, err_r: int, data: bytes | None) -> tuple[bytes, bytes]:

@@ -1,22 +1,32 @@
-"""The warm helper behind ``Sandbox``: a small process that keeps a runner ready.
+"""The warm helper behind ``Sandbox``: a small process that keeps runners ready.
 
 The owner (the program using ``Sandbox``) may be large and multi-threaded, so
 it never forks for a run. It starts this helper once, as a fresh interpreter,
-and sends it the compiled plan. The helper keeps one *runner* pre-forked: a
-process that has already made its ``${SCRATCH}``, prepared the plan (Landlock
-ruleset built, seccomp program assembled) and become a child subreaper. A run
-request goes straight to the ready runner, so a run costs one fork, the
-confinement and the exec; the helper then forks the next runner while the
-tool runs.
+and sends it the compiled plan. The helper assembles the plan's seccomp filter
+once and keeps runners pre-forked: a *runner* has made its ``${SCRATCH}``,
+prepared the plan, become a child subreaper and forked the tool-to-be, which
+is already confined and waits for its argv. Each new runner's socket goes
+straight to the owner, and the runner puts two things in it: the PATH its tool
+will search, and (as descriptors) the waiting tool's socket and a pidfd of
+itself.
+
+A run is then two messages from the owner, and no other process is woken
+before the exec: argv and stdio to the waiting tool, which execs at once, and
+the run's details and reply socket to its runner, which supervises the run,
+ends the tree, and sends the record back. The owner tells the helper it took
+a runner; the helper forks the replacement when a run ends, so preparing it
+does not compete with the tool just started (or at once, when the owner has
+none left).
 
 Each runner supervises exactly one run, so "everything the tool started" is
 simply "every descendant of that runner", whatever several concurrent runs
-do. The protocol is one JSON datagram per message on SOCK_SEQPACKET sockets,
-with the run's stdin, stdout, stderr and reply socket passed as descriptors.
+do. Messages are one datagram each on SOCK_SEQPACKET sockets, JSON where they
+carry data.
 
 The helper exits when its owner goes away (its control socket closes, or its
-parent changes); runners are told by PR_SET_PDEATHSIG, which makes their
-supervisor forward SIGTERM to the tool and end the tree.
+parent changes); running runners are told by PR_SET_PDEATHSIG, which makes
+their supervisor forward SIGTERM to the tool and end the tree, and waiting
+ones end when the owner's end of their socket closes.
 """
 
 from __future__ import annotations
@@ -39,10 +49,12 @@ from cvg_kernel.plan import (
     EXIT_NOT_STARTED,
     PlanError,
     Prepared,
+    compile_filter,
     exec_failure,
     exec_status,
     prepare,
 )
+from cvg_kernel.seccomp import Filter
 
 from . import record
 from .supervisor import (
@@ -52,11 +64,9 @@ from .supervisor import (
     kill_tree,
     not_started,
     read_all,
-    resolve_command,
     start_failure,
     tree_limits,
     watch,
-    which,
 )
 from .tree import Reserve
 
@@ -103,10 +113,14 @@ def _confined_child(prepared: Prepared, sock: socket.socket, err_w: int) -> None
 
 
 def _runner(
-    plan: dict[str, Any], sock: socket.socket, keep_scratch: bool, plan_digest: str
+    plan: dict[str, Any],
+    sock: socket.socket,
+    keep_scratch: bool,
+    plan_digest: str,
+    compiled: Filter | None,
 ) -> None:
-    """A pre-forked runner: prepare, pre-confine the tool, wait for one request,
-    supervise that run, reply, exit."""
+    """A pre-forked runner: prepare, pre-confine the tool, tell the owner, wait for
+    one run, supervise it, reply, exit."""
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     scratch = tempfile.mkdtemp(prefix="cvg-warm-")
     prepared = None
@@ -114,14 +128,15 @@ def _runner(
     status = 0
     try:
         try:
-            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": os.getcwd()})
+            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": os.getcwd()}, compiled=compiled)
             prep_error = None
         except (PlanError, OSError) as e:
             prep_error = str(e)
         process.set_child_subreaper()
         # Before the tool exists: it may lower this runner's RLIMIT_NOFILE.
         reserve = Reserve()
-        tool = -1
+        tool = err_r = -1
+        handed = [os.pidfd_open(os.getpid())]
         if prepared is not None:
             tool_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -132,60 +147,20 @@ def _runner(
                 _confined_child(prepared, child_sock, err_w)
             child_sock.close()
             os.close(err_w)
+            handed.append(tool_sock.detach())
+        ready = {"path": None if prepared is None else prepared.env.get("PATH"),
+                 "error": prep_error}  # fmt: skip
         try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+            socket.send_fds(sock, [json.dumps(ready).encode()], handed)
         except OSError:
-            data, fds = b"", []
-        if not data or len(fds) != 4:
-            return  # the helper is going away; the waiting child dies with us
-        t0 = time.monotonic()
-        started = time.time()
-        request = json.loads(data)
-        *stdio, reply_fd = fds
-        reply = socket.socket(fileno=reply_fd)
-        argv = request["argv"]
-        cwd = request.get("cwd") or os.getcwd()
-        outcome: Outcome
-        if prepared is None:
-            outcome = not_started(prep_error or "plan not prepared")
-        elif (problem := resolve_command(argv[0], prepared.env.get("PATH"))) is not None:
-            code, message = problem
-            outcome = Outcome(code, "not_found" if code == 127 else "not_executable",
-                              detail=message, started=started, ended=time.time())  # fmt: skip
-        else:
-            # Resolved here, so the waiting child execs at once (a PATH search
-            # in the child costs a failed execve per directory).
-            path = (
-                argv[0] if "/" in argv[0] else which(argv[0], prepared.env.get("PATH", os.defpath))
-            )
-            start = {"argv": argv, "cwd": cwd, "path": path}
-            socket.send_fds(tool_sock, [json.dumps(start).encode()], stdio)
-            outcome = _supervise_started(tool, err_r, plan, request.get("timeout"), t0, reserve)
-            outcome.started = started
-            outcome.ended = time.time()
-        for fd in stdio:
-            os.close(fd)  # only the tool holds the owner's pipes: EOF means it is done
-        outcome.leftovers = kill_tree(reserve=reserve)
-        rec = record.build(
-            run_id=request["run_id"],
-            plan=plan,
-            plan_digest=plan_digest,
-            policy_digest=request["policy_digest"],
-            policy_path=request.get("policy_path"),
-            argv=argv,
-            cwd=cwd,
-            outcome=outcome,
-            allow_degraded=bool(request.get("allow_degraded")),
-            scratch=scratch,
-            scratch_kept=keep_scratch,
-        )
-        payload = json.dumps({"record": rec}).encode()
-        if len(payload) >= MAX_MESSAGE:
-            payload = json.dumps({"error": "record too large"}).encode()
-        try:
-            reply.send(payload)
-        except OSError:
-            pass
+            return  # the owner closed the Sandbox before this runner was ready
+        finally:
+            for fd in handed:
+                os.close(fd)  # the owner holds them now
+        # Caught from here on: a cancel may come before the run's details do.
+        with SignalCatcher() as sigs:
+            _serve_one(sock, plan, plan_digest, prepared, prep_error, (tool, err_r), sigs,
+                       scratch, keep_scratch, reserve)  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         status = 1
         try:
@@ -203,6 +178,70 @@ def _runner(
         os._exit(status)
 
 
+def _serve_one(
+    sock: socket.socket,
+    plan: dict[str, Any],
+    plan_digest: str,
+    prepared: Prepared | None,
+    prep_error: str | None,
+    tool: tuple[int, int],
+    sigs: SignalCatcher,
+    scratch: str,
+    keep_scratch: bool,
+    reserve: Reserve,
+) -> None:
+    """Wait for the run's details (the owner has told the tool already), watch
+    the run, end its tree and send the record."""
+    try:
+        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+    except OSError:
+        data, fds = b"", []
+    if not data or len(fds) != 1:
+        return  # the owner closed the Sandbox; the waiting child dies with us
+    t0 = time.monotonic()
+    started = time.time()
+    request = json.loads(data)
+    reply = socket.socket(fileno=fds[0])
+    argv = request["argv"]
+    cwd = request["cwd"]
+    outcome: Outcome
+    problem = request.get("problem")
+    if prepared is None:
+        outcome = not_started(prep_error or "plan not prepared")
+    elif problem is not None:
+        code, message = problem
+        outcome = Outcome(code, "not_found" if code == 127 else "not_executable",
+                          detail=message, started=started, ended=time.time())  # fmt: skip
+    else:
+        outcome = _supervise_started(*tool, plan, request.get("timeout"), t0, reserve, sigs)
+        outcome.started = started
+        outcome.ended = time.time()
+    outcome.leftovers = kill_tree(reserve=reserve)
+    rec = record.build(
+        run_id=request["run_id"],
+        plan=plan,
+        plan_digest=plan_digest,
+        policy_digest=request["policy_digest"],
+        policy_path=request.get("policy_path"),
+        argv=argv,
+        cwd=cwd,
+        outcome=outcome,
+        allow_degraded=bool(request.get("allow_degraded")),
+        scratch=scratch,
+        scratch_kept=keep_scratch,
+    )
+    del rec["plan"]  # the owner has it (Started.result puts it back)
+    payload = json.dumps({"record": rec}).encode()
+    if len(payload) >= MAX_MESSAGE:
+        payload = json.dumps({"error": "record too large"}).encode()
+    try:
+        reply.send(payload)
+    except OSError:
+        pass
+    finally:
+        reply.close()
+
+
 def _supervise_started(
     tool: int,
     err_r: int,
@@ -210,21 +249,22 @@ def _supervise_started(
     timeout: float | None,
     t0: float,
     reserve: Reserve,
+    sigs: SignalCatcher,
 ) -> Outcome:
     """Watch a pre-confined tool that has just been told to exec. Whatever goes
     wrong while watching ends the run (fail closed), never the runner: the
     caller still ends the tree and replies with a record."""
+    # EOF once the tool exec'd (the pipe is close-on-exec), or why it did not.
     failure = read_all(err_r)
     os.close(err_r)
     wall = plan.get("wall_clock_seconds")
     if timeout is not None:
         wall = timeout if wall is None else min(wall, timeout)
-    with SignalCatcher() as sigs:
-        try:
-            outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan),
-                            reserve=reserve)  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
-            outcome = failed(f"{type(e).__name__}: {e}")
+    try:
+        outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan),
+                        reserve=reserve)  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
+        outcome = failed(f"{type(e).__name__}: {e}")
     if failure:
         outcome = start_failure(failure)
     outcome.pid = tool
@@ -243,32 +283,32 @@ class _Helper:
         self.plan: dict[str, Any] = hello["plan"]
         self.plan_digest: str = hello["plan_digest"]
         self.keep_scratch = bool(hello.get("keep_scratch"))
-        self.ready: list[socket.socket] = []
+        try:
+            self.compiled: Filter | None = compile_filter(self.plan)
+        except PlanError:
+            self.compiled = None  # each runner prepares alone and reports the error
+        # Runners the owner took whose replacement is made when a run ends.
+        self.owed = 0
 
-    def spawn_runner(self) -> socket.socket:
+    def spawn_runner(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
             mine.close()
             self.ctl.close()
-            for other in self.ready:
-                other.close()
-            _runner(self.plan, theirs, self.keep_scratch, self.plan_digest)
+            _runner(self.plan, theirs, self.keep_scratch, self.plan_digest, self.compiled)
         theirs.close()
-        return mine
-
-    def fill(self) -> None:
-        while len(self.ready) < POOL_SIZE:
-            self.ready.append(self.spawn_runner())
+        try:
+            socket.send_fds(self.ctl, [b"runner"], [mine.fileno()])
+        finally:
+            mine.close()
 
     def serve(self) -> None:
-        # Runners are refilled when a run ends, not when it starts: preparing
-        # the next one costs a few milliseconds of CPU that would otherwise
-        # compete with the tool that was just started.
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        self.fill()
+        for _ in range(POOL_SIZE):
+            self.spawn_runner()
         poller = select.poll()
         poller.register(self.ctl, select.POLLIN)
         poller.register(wake_r, select.POLLIN)
@@ -280,25 +320,22 @@ class _Helper:
                         pass
                 except BlockingIOError:
                     pass
-            if self.reap():
-                self.fill()
+            ended = min(self.reap(), max(self.owed, 0))
+            self.owed -= ended
+            for _ in range(ended):
+                self.spawn_runner()
             if os.getppid() != self.owner:
                 return
             if self.ctl.fileno() not in events:
                 continue
-            try:
-                data, fds, _, _ = socket.recv_fds(self.ctl, MAX_MESSAGE, 4)
-            except OSError:
-                return
+            data = self.ctl.recv(64)
             if not data:
                 return  # the owner closed the Sandbox, or died
-            runner = self.ready.pop(0) if self.ready else self.spawn_runner()
-            try:
-                socket.send_fds(runner, [data], fds)
-            finally:
-                for fd in fds:
-                    os.close(fd)
-                runner.close()
+            if data == b"took":
+                self.owed += 1
+            elif data == b"need":
+                self.owed -= 1  # made now, not when a run ends
+                self.spawn_runner()
 
     def reap(self) -> int:
         """Reap finished runners; return how many there were."""
