@@ -277,13 +277,13 @@ def test_runners_kept_ready_stay_bounded(box: Sandbox) -> None:
     """Each run's runner is replaced once, when the run ends: after many runs in a
     row and a burst of parallel ones the helper keeps a few runners, not one per run."""
     from cvg_kernel.process import children_of
-
     from cvg_run.helper import POOL_SIZE
 
     for _ in range(10):
         assert box.run(["true"]).status == 0
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         assert {r.status for r in pool.map(lambda _: box.run(["true"]), range(16))} == {0}
+
     def settled() -> int:
         deadline = time.monotonic() + 10
         while len(children_of(box._proc.pid)) != POOL_SIZE and time.monotonic() < deadline:
