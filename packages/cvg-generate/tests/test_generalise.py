@@ -307,3 +307,35 @@ def test_a_secret_named_variable_with_a_value_is_still_only_passed(tmp_path: Pat
     p = gen(o)
     assert "API_KEY" in p.environment.pass_
     assert "sk-123" not in p.model_dump_json()
+
+
+# ------------------------------------------------------------ listed directories
+
+
+def test_a_listed_directory_is_a_tree_even_when_gone_by_generation(tmp_path: Path) -> None:
+    # Eight directories listed (O_DIRECTORY), empty, and gone by the time the policy is
+    # generated: each is a tree, not eight files that widen to their parent.
+    dirs = [f"/nonexistent-input/d{i}" for i in range(8)]
+    p = gen(
+        obs(str(tmp_path / "work"), *({"op": "read", "path": d, "directory": True} for d in dirs))
+    )
+    assert "/nonexistent-input" not in p.filesystem.read
+    for d in dirs:
+        assert d in p.filesystem.read
+    assert any(x.startswith("e1:") and "walked" in x for x in cited(p, "read", dirs[0]))
+
+
+def test_a_listed_tree_in_the_home_keeps_its_secrets_denied(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    docs = home / "project" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "a.md").write_text("a")
+    (docs / ".env").write_text("TOKEN=x")
+    o = obs(
+        str(tmp_path / "work"),
+        {"op": "read", "path": str(docs), "directory": True},
+        {"op": "read", "path": str(docs / "a.md")},
+    ).model_copy(update={"home": str(home)})
+    p = gen(o)
+    assert "${HOME}/project/docs" in p.filesystem.read
+    assert "${HOME}/project/docs/.env" in p.filesystem.deny

@@ -104,7 +104,8 @@ def test_fixture_dirfds(fixture_events: Any) -> None:
     ev = _with(fixture_events("dirfd")["events"], f"{FIXTURE_CWD}/sub")
     sub = f"{FIXTURE_CWD}/sub"
     assert ev == [
-        {"id": "e95", "op": "read", "syscall": "openat", "path": sub, "result": "ok"},
+        {"id": "e95", "op": "read", "syscall": "openat", "path": sub, "result": "ok",
+         "directory": True},  # os.open(sub, O_DIRECTORY)
         {"id": "e96", "op": "create", "syscall": "openat", "path": f"{sub}/new", "result": "ok"},
         {"id": "e97", "op": "stat", "syscall": "newfstatat", "path": f"{sub}/new", "result": "ok"},
         {"id": "e98", "op": "rename", "syscall": "renameat", "path": f"{sub}/new",

@@ -491,7 +491,8 @@ class _Builder:
                 for ev, _ in events:
                     r.cite(ev, _summary(ev), name)
                 continue
-            if ctx.is_dir(concrete):
+            listed = next((ev for ev, _ in events if ev.directory), None)
+            if listed is not None or ctx.is_dir(concrete):
                 if is_broad(target):
                     self.note(
                         f"not granted: {_summary(e)} [{e.id}]: listing {target} would need "
@@ -499,7 +500,10 @@ class _Builder:
                     )
                     continue
                 r = self.rule(self.fs["read"], target)
-                r.why = r.why or "a directory the tool listed (read beneath it)"
+                r.why = r.why or (
+                    "a directory the tool listed or walked, read as a tree: another input "
+                    "reads other entries of it"
+                )
                 for ev, _ in events:
                     r.cite(ev, _summary(ev), name)
                 continue
@@ -764,7 +768,11 @@ class _Builder:
             # in the project); the system and runtime trees are not (their secrets sit
             # in known places, which secret_paths found, and their many files named
             # after tokens and passwords are documentation and code).
-            for tree in [g for g in self.fs[fld] if within(g, "${CWD}")]:
+            # So are the home's project trees (a directory listed there holds its `.env`
+            # like the workspace does), but not its dot-directories: runtimes and caches
+            # (~/.pyenv, ~/.cache) are like the system's.
+            trees = [g for g in self.fs[fld] if within(g, "${CWD}") or _home_project(g)]
+            for tree in trees:
                 concrete = ctx.to_concrete(tree)
                 if concrete is not None and ctx.is_dir(concrete):
                     secrets, complete = _secrets_beneath(concrete, obs.home)
@@ -953,6 +961,13 @@ def _secrets_beneath(directory: str, home: str | None) -> tuple[list[str], bool]
         # A secret directory is denied whole: nothing beneath it needs listing.
         dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in out]
     return out, True
+
+
+def _home_project(policy_path: str) -> bool:
+    """A tree in the home that is not in one of its dot-directories."""
+    if not policy_path.startswith("${HOME}/"):
+        return False
+    return not policy_path[len("${HOME}/") :].startswith(".")
 
 
 def _event_or(obs: Observation, event_id: str | None) -> Event | None:

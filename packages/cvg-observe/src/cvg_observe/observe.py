@@ -135,6 +135,8 @@ def _event_dict(raw: RawEvent, event_id: str, by: str | None) -> dict[str, Any]:
     d["result"] = raw.result
     if raw.time is not None:
         d["time"] = raw.time
+    if raw.directory:
+        d["directory"] = True
     if by is not None:
         d["denied_while_learning"] = True
         d["denied_by"] = by

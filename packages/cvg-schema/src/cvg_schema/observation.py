@@ -127,6 +127,13 @@ class Event(CvgModel):
         ge=0,
         description="Seconds since the epoch (strace -ttt); null when the source had no time.",
     )
+    directory: bool = Field(
+        default=False,
+        description=(
+            "A `read` that opened a directory to list it (O_DIRECTORY): evidence that the "
+            "tool walks it, whatever is on disk when the policy is generated."
+        ),
+    )
     denied_while_learning: bool = Field(
         default=False,
         description=(
@@ -145,6 +152,14 @@ class Event(CvgModel):
             "{tool, capability, target, decoy, result})."
         ),
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_not_directory(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Without it, an event dumps (and digests) as it did before the field.
+        data = handler(self)
+        if not self.directory and isinstance(data, dict):
+            data.pop("directory", None)
+        return data
 
     @model_validator(mode="after")
     def _denial_is_consistent(self) -> Event:

@@ -40,6 +40,7 @@ class RawEvent:
     family: str | int | None = None
     sock_type: str | None = None
     target_pid: int | None = None
+    directory: bool = False
 
 
 MAX_HELD: Final = 1000
@@ -406,7 +407,9 @@ class Tracker:
             if path is None and rec.ret_fd is not None and rec.ret_fd.startswith("/"):
                 path = rec.ret_fd
             flags = _open_flags(name, args, index)
-            return RawEvent(pid, _open_op(flags), name, result, rec.time, path=path)
+            event = RawEvent(pid, _open_op(flags), name, result, rec.time, path=path)
+            event.directory = "O_DIRECTORY" in flags and event.op == "read"
+            return event
 
         two = _TWO_PATH_CALLS.get(name)
         if two is not None:
