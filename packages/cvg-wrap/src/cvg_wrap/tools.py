@@ -46,15 +46,18 @@ def _failure(name: str, done: subprocess.CompletedProcess[str]) -> ToolFailed:
 def learned_policy(observations: list[str], env: list[str]) -> tuple[str, int, list[str]]:
     """The policy for what the observations saw (cvg-generate, which gives a server
     that waited on its client no wall clock; then the ``env`` names the client sets for
-    the server passed; then cvg-validate): its YAML, its number of grants, and
-    cvg-validate's warnings."""
+    the server passed, unless the policy sets them; then cvg-validate): its YAML, its
+    number of grants, and cvg-validate's warnings."""
     generated = _run([find(GENERATE), "-q", *observations])
     if generated.returncode != 0:
         raise _failure(GENERATE, generated)
     policy: dict[str, Any] = json.loads(generated.stdout)
+    # cvg-observe sees the variables a session was started with, but only those the
+    # sessions had; the config's are the server's whatever it did while learning.
     environment = policy.setdefault("environment", {})
     passed = environment.setdefault("pass", [])
-    passed += [name for name in env if name not in passed]
+    written = environment.get("set") or {}
+    passed += [name for name in env if name not in passed and name not in written]
     validated = _run([find(VALIDATE), "-"], stdin=json.dumps(policy))
     if validated.returncode != 0:
         raise _failure(VALIDATE, validated)
