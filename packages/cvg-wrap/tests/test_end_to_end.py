@@ -15,6 +15,7 @@ import json
 
 import anyio
 import pytest
+from mcp import ClientSession
 from wraphelp import CANARY, FORMATS, Home, client_session, entry, text, write_config
 
 from cvg_wrap.config import argv_of
@@ -38,12 +39,15 @@ def test_learn_enforce_restore_with_a_real_client(home: Home, fmt: str) -> None:
     assert home.wrap("learn", str(config)).stdout == ""  # twice changes nothing
     learned_text = config.read_text()
 
+    async def notes_work(s: ClientSession, name: str, note: str) -> None:
+        r = await s.call_tool("write_note", {"name": name, "text": note})
+        assert text(r) == "written", r
+        r = await s.call_tool("read_file", {"path": str(home.project / "notes" / "first")})
+        assert text(r) == "one", r
+
     async def learning_session() -> None:
         async with client_session(home, config) as s:
-            r = await s.call_tool("write_note", {"name": "first", "text": "one"})
-            assert text(r) == "written", r
-            r = await s.call_tool("read_file", {"path": str(home.project / "notes" / "first")})
-            assert text(r) == "one", r
+            await notes_work(s, "first", "one")
 
     anyio.run(learning_session)
     assert config.read_text() == learned_text
@@ -68,10 +72,7 @@ def test_learn_enforce_restore_with_a_real_client(home: Home, fmt: str) -> None:
 
     async def enforced_session() -> None:
         async with client_session(home, config) as s:
-            r = await s.call_tool("write_note", {"name": "second", "text": "two"})
-            assert text(r) == "written", r
-            r = await s.call_tool("read_file", {"path": str(home.project / "notes" / "first")})
-            assert text(r) == "one", r
+            await notes_work(s, "second", "two")
             r = await s.call_tool("read_file", {"path": "~/.ssh/id_rsa"})
             assert r.isError and "Permission denied" in text(r), r
             assert CANARY not in text(r)
