@@ -40,6 +40,9 @@ reporting denials (--notify-fd N):
   denied call fails with ENOSYS. If the listener cannot be created or sent, CMD
   is not started (125).
 
+shell completion (bash, zsh or fish):
+  eval "$(_CVG_EXEC_COMPLETE=bash_source cvg-exec)"
+
 exit status:
   the command's own status once it runs;
   2    usage error (including a --notify-fd that is not an open socket, or is
@@ -84,6 +87,11 @@ class _Usage(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, prepare, confine and exec. Returns only on failure."""
     parser = _parser()
+    from .completion import from_argparse, respond
+
+    completing = respond("cvg-exec", from_argparse(parser, files={"plan"}))
+    if completing is not None:
+        return completing
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help

@@ -52,6 +52,9 @@ examples:
   cvg-validate p.yaml | cvg-run -p - -- python3 tool.py   # the tool's stdin: /dev/null
   cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
 
+shell completion (bash, zsh or fish, as for every cvg tool):
+  eval "$(_CVG_RUN_COMPLETE=bash_source cvg-run)"
+
 exit status:
   the tool's own status;
   128+N  the tool was killed by signal N (137 also when cvg-run ended it at the
@@ -201,6 +204,11 @@ USAGE = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "_CVG_RUN_COMPLETE" in os.environ:
+        from cvg_kernel.completion import from_argparse, respond
+
+        options = from_argparse(_parser(), files={"policy", "record"}, dirs={"cwd"})
+        return respond("cvg-run", options) or 0
     try:
         args = parse(argv)
     except UsageError as e:
