@@ -18,6 +18,7 @@ from cvg_schema.run import RunRecord
 
 from . import __version__
 from .explain import ExplainError, explain, plan_fixes, policy_changed, policy_source
+from .htmlpage import render_html
 from .render import render_text
 
 PROG: Final = "cvg-explain"
@@ -33,6 +34,7 @@ Examples:
   cvg-run --trace --record run.json -p p.yaml -- python3 tool.py
   cvg-explain run.json                        the cvg.explanation (JSON; text on a TTY)
   cvg-explain --format text run.json          the same for a person
+  cvg-explain --format html run.json > run.html   one page to open in a browser
   cvg-explain --run 20261129T174200Z-1a2b3c4d  a record from cvg-run's state directory
   cvg-explain --apply run.json                show the merged diff, then fix p.yaml
   cd policies && cvg-explain run.json | jq -r '.denials[0].fix' | patch -p0
@@ -139,9 +141,13 @@ def _load_record(record: str | None, run_id: str | None) -> tuple[RunRecord, str
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "text"]),
+    type=click.Choice(["json", "text", "html"]),
     default=None,
-    help="json: a cvg.explanation (the default when stdout is not a terminal); text: for a person.",
+    help=(
+        "json: a cvg.explanation (the default when stdout is not a terminal); text: for a "
+        "person (the default on a terminal); html: one self-contained page (inline CSS, no "
+        "script) with the run, each denial and its fix as a diff, and a timeline."
+    ),
 )
 @click.option(
     "--apply",
@@ -203,6 +209,9 @@ def cli(
         fmt = "text" if sys.stdout.isatty() else "json"
     if fmt == "text":
         click.echo(render_text(explanation, name), nl=False)
+    elif fmt == "html":
+        shown = name if name != "<stdin>" else None
+        click.echo(render_html(explanation, run_record, shown), nl=False)
     else:
         click.echo(dumps(explanation, pretty=True).decode("utf-8"), nl=False)
     if apply:
