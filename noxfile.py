@@ -17,8 +17,8 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = [
-    "lint", "typecheck", "schemas", "readme", "docs", "deps", "tests", "build", "escape",
-    "falsedenial",
+    "lint", "typecheck", "schemas", "readme", "docs", "man", "deps", "tests", "build",
+    "install", "escape", "falsedenial",
 ]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -83,6 +83,22 @@ def docs(session: nox.Session) -> None:
     session.run("pytest", "docs", "examples", "-q", *session.posargs)
 
 
+# What `man` needs to render and check the pages (Debian packages).
+MAN_PROGRAMS = {"groff": "groff-base", "man": "man-db"}
+
+
+@nox.session
+def man(session: nox.Session) -> None:
+    """The man pages (packages/<dist>/man/<command>.1, installed by each wheel under
+    share/man/man1) match every tool's --help (docs/gen_man.py --check), and groff
+    renders each without a warning and man shows it (--lint). Installs groff and
+    man-db (apt, as root) when missing."""
+    _apt_install(session, MAN_PROGRAMS)
+    _sync(session, "--all-packages")
+    session.run("python", "docs/gen_man.py", "--check")
+    session.run("python", "docs/gen_man.py", "--lint")
+
+
 @nox.session
 def deps(session: nox.Session) -> None:
     """Each package declares what its src imports (or runs) and nothing else, and its
@@ -137,10 +153,90 @@ def build(session: nox.Session) -> None:
         )
         session.run(py, "-c", f"import {module}", external=True)
         with zipfile.ZipFile(wheel) as zf:
-            if f"{module}-{meta['version']}.dist-info/licenses/LICENSE" not in zf.namelist():
-                session.error(f"{wheel.name} carries no LICENSE")
+            names = set(zf.namelist())
+        wanted = {f"{module}-{meta['version']}.dist-info/licenses/LICENSE"}
+        wanted |= {f"{module}-{meta['version']}.data/data/share/man/man1/{s}.1" for s in scripts}
+        if wanted - names:
+            session.error(f"{wheel.name} lacks {', '.join(sorted(wanted - names))}")
         for script in scripts:
             session.run(str(venv / "bin" / script), "--help", external=True, silent=True)
+
+
+# What `install` needs besides bash to load the completion scripts, and man pages.
+SHELL_PROGRAMS = {"zsh": "zsh", "fish": "fish", **MAN_PROGRAMS}
+PIPX = "pipx>=1.5"  # 1.5 links the man pages a package installs
+
+
+def _readme_install() -> list[str]:
+    """The command lines of the README's Install block."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- install:begin -->", 1)[1].split("<!-- install:end -->", 1)[0]
+    lines = [line.split("   #")[0].split("  #")[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line and not line.startswith("```")]
+
+
+def _scripts_of(dists: list[str]) -> set[str]:
+    return {s for d in dists for s in _pyproject(d)["project"].get("scripts", {})}
+
+
+def _installed(session: nox.Session, line: str, dists: list[str], tmp: Path) -> None:
+    """Run one install line in fresh tool directories; check that it installed the
+    tools of ``dists`` (no more, no fewer: pipx's --include-deps adds those of the
+    third-party dependencies too), each answering --help, with its man page."""
+    for sub in ("uv-tools", "bin", "pipx", "man"):
+        session.run("rm", "-rf", str(tmp / sub), external=True)
+    env = {
+        "UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "bin"),
+        "PIPX_HOME": str(tmp / "pipx"), "PIPX_BIN_DIR": str(tmp / "bin"),
+        "PIPX_MAN_DIR": str(tmp / "man"), "UV_CACHE_DIR": str(tmp / "uv-cache"),
+    }  # fmt: skip
+    session.run("bash", "-c", line, env=env, external=True)
+    wanted = _scripts_of(dists)
+    found = {p.name for p in (tmp / "bin").iterdir()}
+    ours = {name for name in found if name.startswith("cvg")}
+    if ours != wanted or (found != ours and "--include-deps" not in line):
+        session.error(f"{line}: installed {sorted(found)}, expected {sorted(wanted)}")
+    pages = {p.name for p in tmp.glob("uv-tools/*/share/man/man1/cvg*.1")}
+    pages |= {p.name for p in tmp.glob("man/man1/cvg*.1")}
+    # A tool's environment also holds its sibling dependencies' pages.
+    if not {f"{s}.1" for s in wanted} <= pages:
+        session.error(f"{line}: man pages {sorted(pages)}, expected one per tool")
+    for script in sorted(wanted):
+        session.run(str(tmp / "bin" / script), "--help", external=True, silent=True)
+
+
+@nox.session
+def install(session: nox.Session) -> None:
+    """The README's Install lines, as written, from freshly built wheels into temporary
+    tool directories: with uv tool and pipx, each distribution's tools alone (the
+    one-tool lines, for every distribution) and all at once (the cvg distribution).
+    Each installed tool answers --help and has its man page; then the completion
+    script of every tool installed at once loads into bash, zsh and fish
+    (tools/test_completion.py). Third-party packages come from PyPI. Installs zsh,
+    fish, groff and man-db (apt, as root) when missing."""
+    _apt_install(session, SHELL_PROGRAMS)
+    _sync(session, "--only-group", "dev")
+    session.install(PIPX)
+    tmp = Path(session.create_tmp()).resolve()
+    shipping = [d for d in PACKAGES if _pyproject(d)["project"].get("scripts")]
+    every = [*shipping, "cvg"]
+    for line in _readme_install():
+        if line.startswith("uv build"):
+            session.run("rm", "-rf", str(ROOT / "dist"), external=True)
+            session.run("bash", "-c", line, external=True)
+        elif "dist/cvg-0*.whl" in line:  # every tool at once
+            _installed(session, line, every, tmp / "every")
+            session.run(
+                "pytest", "tools/test_completion.py", "-q",
+                env={"CVG_BIN": str(tmp / "every" / "bin")},
+            )  # fmt: skip
+        elif "dist/cvg_run-*.whl" in line:  # one tool: the same line for each distribution
+            for dist in shipping:
+                module = dist.replace("-", "_")
+                one = line.replace("dist/cvg_run-*.whl", f"dist/{module}-*.whl")
+                _installed(session, one, [dist], tmp / dist)
+        else:
+            session.error(f"README's Install has a line this session does not know: {line}")
 
 
 @nox.session

@@ -1,6 +1,7 @@
 """Every distribution is ready to publish: the repository's license (its own copy of
-the root LICENSE, which hatchling puts in the wheel), a readme, requires-python, and
-classifiers that say where it runs. Run by `uv run nox -s deps`; `nox -s build`
+the root LICENSE, which hatchling puts in the wheel), a readme, requires-python,
+classifiers that say where it runs, and a man page for each command it ships
+(docs/gen_man.py), installed under share/man/man1. Run by `uv run nox -s deps`; `nox -s build`
 checks the built wheels carry the license."""
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def test_metadata_is_complete(dist: str) -> None:
     typed = any((PACKAGES / dist / "src").glob("*/py.typed"))
     assert ("Typing :: Typed" in classifiers) == typed
     assert data["build-system"]["requires"] == ["hatchling>=1.27"]  # license-files
+    scripts = project.get("scripts", {})
+    pages = {p.stem for p in (PACKAGES / dist / "man").glob("*.1")}
+    assert pages == set(scripts), f"man pages {pages} for commands {set(scripts)}"
+    if scripts:
+        shared = data["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
+        assert shared == {"man": "share/man/man1"}
 
 
 def test_the_root_license_is_mit() -> None:
