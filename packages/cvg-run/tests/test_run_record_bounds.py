@@ -12,16 +12,17 @@ from pathlib import Path
 import pytest
 from runhelp import Box, make_policy, record, run_main
 
-from cvg_run.record import Bounds, bounds, prune
+from cvg_run.record import Bounds, bounds, dumps, prune
 
 Identity = pwd.struct_passwd | None
 
 
 def _fake(directory: Path, name: str, policy: str, age: int, size: int = 0) -> Path:
-    """A record-shaped file whose head names ``policy``, ``age`` seconds old."""
+    """A record-shaped file whose head names ``policy``, ``age`` seconds old: compact
+    as cvg-run writes records, or indented as older ones were (every other name)."""
     path = directory / f"{name}.json"
     head = {"kind": "cvg.run", "schema_version": "1.0", "run_id": name, "policy_digest": policy}
-    text = json.dumps(head, indent=2)
+    text = json.dumps(head, indent=2) if sum(map(ord, name)) % 2 else dumps(head).decode()
     path.write_text(text + " " * max(0, size - len(text)))
     t = 1_700_000_000 - age
     os.utime(path, (t, t))

@@ -166,7 +166,7 @@ DEFAULT_KEEP = 100
 DEFAULT_MAX_MB = 200
 # The record's head, where its policy_digest is (kind, schema_version, run_id, then it).
 _HEAD = 1024
-_DIGEST_KEY = b'"policy_digest": "'
+_DIGEST_KEY = b'"policy_digest":'
 
 
 class Bounds:
@@ -203,7 +203,11 @@ def _policy_of(path: str) -> str:
     start = head.find(_DIGEST_KEY)
     if start < 0:
         return ""
-    start += len(_DIGEST_KEY)
+    # Compact records have the value right after the colon; indented ones (older
+    # records) a space first.
+    start = head.find(b'"', start + len(_DIGEST_KEY)) + 1
+    if start <= 0:
+        return ""
     end = head.find(b'"', start)
     return head[start:end].decode("ascii", "replace") if end > 0 else ""
 
