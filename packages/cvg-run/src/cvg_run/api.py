@@ -280,17 +280,16 @@ class Sandbox:
         if self.closed:
             raise SandboxError("the sandbox is closed")
         run_id = record.new_run_id()
-        request = json.dumps(
-            {
-                "argv": list(argv),
-                "cwd": os.path.abspath(cwd) if cwd else self.cwd,
-                "timeout": timeout,
-                "run_id": run_id,
-                "policy_digest": self._planned.policy_digest,
-                "policy_path": self._planned.policy_path,
-                "allow_degraded": self._allow_degraded,
-            }
-        ).encode()
+        details: dict[str, Any] = {
+            "argv": list(argv),
+            "cwd": os.path.abspath(cwd) if cwd else self.cwd,
+            "timeout": timeout,
+            "run_id": run_id,
+            "policy_digest": self._planned.policy_digest,
+            "policy_path": self._planned.policy_path,
+            "allow_degraded": self._allow_degraded,
+        }
+        request = json.dumps(details).encode()
         if len(request) > MAX_REQUEST:
             raise SandboxError(
                 f"the request is {len(request)} bytes (argv and cwd), more than the "
@@ -311,11 +310,12 @@ class Sandbox:
             if nonblocking:
                 for fd in mine:
                     os.set_blocking(fd, False)
-            details = json.loads(request)
             if ready["error"] is None and tool is not None:
-                details["problem"] = _exec_tool(tool, details, ready["path"], theirs)
+                problem = _exec_tool(tool, details, ready["path"], theirs)
+                if problem is not None:
+                    request = json.dumps({**details, "problem": problem}).encode()
             try:
-                socket.send_fds(runner.sock, [json.dumps(details).encode()], [their_reply.fileno()])
+                socket.send_fds(runner.sock, [request], [their_reply.fileno()])
             except OSError as e:
                 raise SandboxError(f"the sandbox helper is gone: {e}") from None
             try:
