@@ -346,6 +346,15 @@ def test_processes(make_record: MakeRecord, tmp_path: Path) -> None:
         assert _applied(tmp_path, e).resources.processes == 16
 
 
+def test_a_wall_clock_denial_under_a_policy_with_none_now_has_no_fix(
+    make_record: MakeRecord, tmp_path: Path
+) -> None:
+    text = "version: 1\nresources:\n  wall_clock_seconds: null\n"
+    denial = {"syscall": "wait4", "mechanism": "supervisor", "rule": "resources.wall_clock_seconds"}
+    e = _one(make_record, tmp_path, denial, text)
+    assert e.fix is None and "no limit" in e.cause
+
+
 def test_large_limits_are_medium(make_record: MakeRecord, tmp_path: Path) -> None:
     text = "version: 1\nresources:\n  memory_mb: 4000\n"
     e = _one(

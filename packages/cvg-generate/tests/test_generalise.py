@@ -148,28 +148,22 @@ def test_a_shell_script_gets_a_writable_workspace_citing_the_shell(tmp_path: Pat
     assert any(x.startswith("e1:") and "shell or make" in x for x in cited(p, "write", "${CWD}"))
 
 
-def test_a_tool_that_wrote_elsewhere_gets_a_writable_workspace(tmp_path: Path) -> None:
-    p = gen(
-        obs(
-            str(tmp_path),
-            {"op": "read", "path": f"{tmp_path}/in.json"},
-            {"op": "create", "path": "/nonexistent-scratch/out.tgz"},
-        )
-    )
-    assert "${CWD}" in p.filesystem.write
-    assert any(x.startswith("e2:") and "writes files" in x for x in cited(p, "write", "${CWD}"))
-
-
-def test_a_reader_that_wrote_nothing_keeps_a_read_only_workspace(tmp_path: Path) -> None:
-    p = gen(
-        obs(
-            str(tmp_path),
-            {"op": "read", "path": f"{tmp_path}/in.json"},
-            {"op": "create", "path": "/dev/null"},
-        )
-    )
-    assert "${CWD}" in p.filesystem.read
-    assert "${CWD}" not in p.filesystem.write
+@pytest.mark.parametrize(
+    ("created", "writable"),
+    [("/nonexistent-scratch/out.tgz", True), ("/dev/null", False)],
+    ids=["wrote-elsewhere", "wrote-only-dev-null"],
+)
+def test_a_tool_that_wrote_a_file_anywhere_gets_a_writable_workspace(
+    tmp_path: Path, created: str, writable: bool
+) -> None:
+    reads = {"op": "read", "path": f"{tmp_path}/in.json"}
+    p = gen(obs(str(tmp_path), reads, {"op": "create", "path": created}))
+    assert "${CWD}" in (p.filesystem.write if writable else p.filesystem.read)
+    if writable:
+        why = cited(p, "write", "${CWD}")
+        assert any(x.startswith("e2:") and "writes files" in x for x in why)
+    else:
+        assert "${CWD}" not in p.filesystem.write
 
 
 def test_the_home_as_working_directory_is_never_made_writable(tmp_path: Path) -> None:

@@ -493,7 +493,10 @@ def _socket(d: Denial, ctx: Context) -> Finding:
 
 
 def _raise(d: Denial, ctx: Context, field: str, how: str) -> Finding:
-    current = int(getattr(ctx.policy.resources, field))
+    value = getattr(ctx.policy.resources, field)
+    if value is None:  # wall_clock_seconds: null, no limit now: nothing to raise
+        return Finding(f"{how}: resources.{field} is now null (no limit)", f"resources.{field}")
+    current = int(value)
     new = current * 2
     if field == "memory_mb":
         m = _MMAP_LEN.search(d.detail or "")
