@@ -208,8 +208,8 @@ def _installed(session: nox.Session, line: str, dists: list[str], tmp: Path) -> 
 @nox.session
 def install(session: nox.Session) -> None:
     """The README's Install lines, as written, from freshly built wheels into temporary
-    tool directories: with uv tool and pipx, each distribution's tools alone (the
-    one-tool lines, for every distribution) and all at once (the cvg distribution).
+    tool directories: each distribution's tools alone (uv tool's one-tool line for
+    every distribution, pipx's as written) and all at once (the cvg distribution).
     Each installed tool answers --help and has its man page; then the completion
     script of every tool installed at once loads into bash, zsh and fish
     (tools/test_completion.py). Third-party packages come from PyPI. Installs zsh,
@@ -230,6 +230,8 @@ def install(session: nox.Session) -> None:
                 "pytest", "tools/test_completion.py", "-q",
                 env={"CVG_BIN": str(tmp / "every" / "bin")},
             )  # fmt: skip
+        elif line.startswith("pipx") and "dist/cvg_run-*.whl" in line:  # as written only
+            _installed(session, line, ["cvg-run"], tmp / "pipx-cvg-run")
         elif "dist/cvg_run-*.whl" in line:  # one tool: the same line for each distribution
             for dist in shipping:
                 module = dist.replace("-", "_")
