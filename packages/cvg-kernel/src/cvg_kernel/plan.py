@@ -83,6 +83,30 @@ def exec_failure(command: str, error: OSError) -> str:
     return f"{command}: {error.strerror}{hint}"
 
 
+def child_exit(err_fd: int, status: int, message: str) -> NoReturn:
+    """The end of a forked child that did not exec: ``STATUS message`` on ``err_fd``
+    for its supervisor (or, with -1, ``cvg-run: message`` on stderr), then exit with
+    that status. Imports nothing, allocates one string."""
+    try:
+        if err_fd >= 0:
+            os.write(err_fd, f"{status} {message}".encode()[:4000])
+        else:
+            os.write(2, f"cvg-run: {message}\n".encode())
+    finally:
+        os._exit(status)
+
+
+def child_exec(prepared: Prepared, argv: Sequence[str], path: str | None, err_fd: int) -> NoReturn:
+    """Exec ``argv`` in a child confined by ``prepared`` (see ``Prepared.execve``), or
+    report why not on ``err_fd`` with 126 or 127 (see :func:`child_exit`)."""
+    try:
+        prepared.execve(argv, path)
+    except OSError as e:
+        child_exit(err_fd, exec_status(e), exec_failure(argv[0], e))
+    except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
+        child_exit(err_fd, EXIT_NOT_STARTED, f"exec failed: {e}")
+
+
 class PlanError(ValueError):
     """The plan is malformed or cannot be applied on this kernel."""
 

@@ -26,8 +26,8 @@ from cvg_kernel.plan import (
     EXIT_NOT_FOUND,
     EXIT_NOT_STARTED,
     Prepared,
-    exec_failure,
-    exec_status,
+    child_exec,
+    child_exit,
 )
 from cvg_kernel.record import Record
 
@@ -162,25 +162,15 @@ class SignalCatcher:
 def _child(prepared: Prepared, argv: Sequence[str], cwd: str | None, err_w: int) -> None:
     """Between fork and exec. Never returns; failures go up the error pipe as
     ``STATUS message`` so the supervisor can name them."""
-    status = EXIT_NOT_STARTED
-    message = "exec returned"
     try:
         for sig in (*FORWARDED, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         if cwd is not None:
             os.chdir(cwd)
         prepared.apply()
-        try:
-            prepared.execve(argv)
-        except OSError as e:
-            status = exec_status(e)
-            message = exec_failure(argv[0], e)
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
-        message = f"confinement failed: {e}"
-    try:
-        os.write(err_w, f"{status} {message}".encode()[:4000])
-    finally:
-        os._exit(status)
+        child_exit(err_w, EXIT_NOT_STARTED, f"confinement failed: {e}")
+    child_exec(prepared, argv, None, err_w)
 
 
 def supervise(

@@ -48,8 +48,6 @@ class _LazyModule(type(sys)):  # type: ignore[misc]
 def main(argv: Sequence[str]) -> None:
     """Never returns: the tool runs, or the launcher exits with the status the
     untraced run would have."""
-    status = 125
-    message = "exec returned"
     err_fd = -1
     try:
         plan_fd = -1
@@ -80,7 +78,7 @@ def main(argv: Sequence[str]) -> None:
         import marshal
 
         sys.modules.setdefault("json", _LazyModule("json"))
-        from cvg_kernel.plan import check_envelope, exec_failure, exec_status, prepare
+        from cvg_kernel.plan import check_envelope, child_exec, prepare
 
         # The plan, as cvg-run checked and compiled it, in a memfd (marshal: no json).
         with open(plan_fd, "rb") as f:
@@ -90,17 +88,14 @@ def main(argv: Sequence[str]) -> None:
         # notifications and sends the listener to the supervisor (then closes both).
         prepared = prepare(plan, variables, notify_sock=notify)
         prepared.apply()
-        try:
-            prepared.execve(command)
-        except OSError as e:
-            status = exec_status(e)
-            message = exec_failure(command[0], e)
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
-        message = f"confinement failed: {e}"
-    try:
-        if err_fd >= 0:
-            os.write(err_fd, f"{status} {message}".encode()[:4000])
-        else:
-            sys.stderr.write(f"cvg-run: {message}\n")
-    finally:
-        os._exit(status)
+        # Not cvg_kernel.plan.child_exit: importing it may be what failed.
+        try:
+            message = f"confinement failed: {e}"
+            if err_fd >= 0:
+                os.write(err_fd, f"125 {message}".encode()[:4000])
+            else:
+                os.write(2, f"cvg-run: {message}\n".encode())
+        finally:
+            os._exit(125)
+    child_exec(prepared, command, None, err_fd)
