@@ -49,9 +49,9 @@ from cvg_kernel.plan import (
     EXIT_NOT_STARTED,
     PlanError,
     Prepared,
+    child_exec,
+    child_exit,
     compile_filter,
-    exec_failure,
-    exec_status,
     prepare,
 )
 from cvg_kernel.seccomp import Filter
@@ -83,8 +83,6 @@ def _confined_child(prepared: Prepared, sock: socket.socket, err_w: int) -> None
     Everything slow (fork, Landlock, seccomp, rlimits, capabilities) happens
     before the run is asked for; when it is, the only work left is the exec.
     """
-    status = EXIT_NOT_STARTED
-    message = "exec returned"
     try:
         # If the runner dies, so does the tool: nothing confined outlives it.
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -99,17 +97,9 @@ def _confined_child(prepared: Prepared, sock: socket.socket, err_w: int) -> None
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
-        try:
-            prepared.execve(request["argv"], request["path"])
-        except OSError as e:
-            status = exec_status(e)
-            message = exec_failure(request["argv"][0], e)
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
-        message = f"confinement failed: {e}"
-    try:
-        os.write(err_w, f"{status} {message}".encode()[:4000])
-    finally:
-        os._exit(status)
+        child_exit(err_w, EXIT_NOT_STARTED, f"confinement failed: {e}")
+    child_exec(prepared, request["argv"], request["path"], err_w)
 
 
 def _runner(
@@ -150,15 +140,16 @@ def _runner(
             handed.append(tool_sock.detach())
         ready = {"path": None if prepared is None else prepared.env.get("PATH"),
                  "error": prep_error}  # fmt: skip
-        try:
-            socket.send_fds(sock, [json.dumps(ready).encode()], handed)
-        except OSError:
-            return  # the owner closed the Sandbox before this runner was ready
-        finally:
-            for fd in handed:
-                os.close(fd)  # the owner holds them now
-        # Caught from here on: a cancel may come before the run's details do.
+        # Caught before the owner can know this runner: a cancel may come as soon as
+        # the owner has it, before the run's details do.
         with SignalCatcher() as sigs:
+            try:
+                socket.send_fds(sock, [json.dumps(ready).encode()], handed)
+            except OSError:
+                return  # the owner closed the Sandbox before this runner was ready
+            finally:
+                for fd in handed:
+                    os.close(fd)  # the owner holds them now
             _serve_one(sock, plan, plan_digest, prepared, prep_error, (tool, err_r), sigs,
                        scratch, keep_scratch, reserve)  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
