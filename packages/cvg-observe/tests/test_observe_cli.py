@@ -358,3 +358,44 @@ def test_sigterm_is_passed_on_to_the_tool(work: Path) -> None:
     obs = loads_as(Observation, out)
     assert obs.exit_status == 128 + signal.SIGTERM
     assert [e.path for e in obs.events if e.op == "execute"] == [PY]
+
+
+# A server that shuts down gracefully: SIGTERM starts a shutdown that takes a while.
+GRACEFUL = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), open('/etc/hostname').read(),"
+    " sys.exit(3)))\n"
+    "print('started', flush=True)\n"
+    "time.sleep(30)\n"
+)
+
+
+def test_a_client_that_kills_the_whole_process_group_still_gets_an_observation(
+    work: Path,
+) -> None:
+    """MCP clients end a server that outlives its closed stdin with SIGTERM to the
+    server's whole process group. strace must not be in that group: it would die
+    with the tool and leave no observation. cvg-observe passes the signal on to the
+    tool and writes what it saw."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cvg_observe", "--", PY, "-c", GRACEFUL],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a group of its own, as a client starts a server
+    )
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == b"started\n"
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 3, err
+    obs = loads_as(Observation, out)
+    assert obs.exit_status == 3
+    assert [e.path for e in obs.events if e.op == "execute"] == [PY]
+    # What the tool did after the signal is in the observation too.
+    assert any(e.path == "/etc/hostname" for e in obs.events if e.op == "read")
