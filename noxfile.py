@@ -188,7 +188,7 @@ def _installed(session: nox.Session, line: str, dists: list[str], tmp: Path) -> 
     env = {
         "UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "bin"),
         "PIPX_HOME": str(tmp / "pipx"), "PIPX_BIN_DIR": str(tmp / "bin"),
-        "PIPX_MAN_DIR": str(tmp / "man"), "UV_CACHE_DIR": str(tmp / "uv-cache"),
+        "PIPX_MAN_DIR": str(tmp / "man"), "UV_CACHE_DIR": str(tmp.parent / "uv-cache"),
     }  # fmt: skip
     session.run("bash", "-c", line, env=env, external=True)
     wanted = _scripts_of(dists)
@@ -218,6 +218,9 @@ def install(session: nox.Session) -> None:
     _sync(session, "--only-group", "dev")
     session.install(PIPX)
     tmp = Path(session.create_tmp()).resolve()
+    # A cache of this run only: uv keeps a sibling wheel by name and version, and would
+    # install the one an earlier run built from older sources.
+    session.run("rm", "-rf", str(tmp / "uv-cache"), external=True)
     shipping = [d for d in PACKAGES if _pyproject(d)["project"].get("scripts")]
     every = [*shipping, "cvg"]
     for line in _readme_install():
