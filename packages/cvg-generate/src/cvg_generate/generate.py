@@ -26,6 +26,7 @@ the learning sandbox denied are granted only with ``grant_denied``.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import posixpath
@@ -194,6 +195,9 @@ class _Builder:
         self.resources: dict[str, tuple[int | None, _Rule]] = {}
         self._notes: dict[str, list[str]] = {}
         self.path_dirs: list[str] = []
+        # Judged once per path and home, not once per event: a trace repeats its paths,
+        # and each judgement is some ninety pattern matches.
+        self.secret_reason = functools.lru_cache(maxsize=None)(secret_reason)
 
     def note(self, text: str) -> None:
         """Say what was left out; the same thing for several events is one line."""
@@ -253,8 +257,8 @@ class _Builder:
                 "link",
                 "execute",
             ):
-                secret = secret_reason(e.path, obs.home) or (
-                    secret_reason(e.path2, obs.home) if e.path2 else None
+                secret = self.secret_reason(e.path, obs.home) or (
+                    self.secret_reason(e.path2, obs.home) if e.path2 else None
                 )
                 if secret is not None:
                     if e.result == "ok" or e.denied_while_learning:
