@@ -1,0 +1,193 @@
+"""A deterministic synthetic ``cvg.observation`` of N events, for bench_generate.py and
+cvg-generate's tests: a Python tool run in a project, reading its stdlib, packages,
+/etc and its home, writing outputs and caches, probing missing files, touching secrets
+(``~/.ssh``, ``.env``) and broad trees, and a few connects and denials.
+
+About 30 % of the events name a path no earlier event named, as in a real trace
+(100k events of a test suite hold ~30k unique paths)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CWD = "/home/u/project"
+HOME = "/home/u"
+SCRATCH = "/tmp/cvg-bench-scratch"
+
+_STDLIB = "/usr/lib/python3.12"
+_SITE = "/home/u/project/.venv/lib/python3.12/site-packages"
+
+
+def _pick(i: int, unique: int) -> int:
+    """Event ``i``'s path number: a new one for ~30 % of events, else a repeat."""
+    return (i * 7919) % unique
+
+
+def _event(i: int, unique: int) -> dict[str, Any]:
+    n = _pick(i, unique)
+    kind = i % 40
+    e: dict[str, Any] = {"id": f"e{i + 2}", "pid": 1000 + i % 24, "time": 1_700_000_000 + i / 1e4}
+    if kind < 12:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{_STDLIB}/pkg{n % 61}/mod{n}.py",
+        }
+    elif kind < 18:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{_SITE}/lib{n % 113}/m{n}.py",
+        }
+    elif kind < 22:
+        e |= {
+            "op": "stat",
+            "syscall": "newfstatat",
+            "result": "ENOENT",
+            "path": f"{CWD}/src/missing{n}.py",
+        }
+    elif kind < 25:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{CWD}/src/f{n % 2000}.py",
+        }
+    elif kind < 27:
+        e |= {
+            "op": "write",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{CWD}/out/r{n % 500}.json",
+        }
+    elif kind == 27:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"/etc/conf{n % 40}.d/x.conf",
+        }
+    elif kind == 28:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{HOME}/.cache/tool/c{n % 300}",
+            "directory": n % 300 == 0,
+        }
+    elif kind == 29:
+        e |= {
+            "op": "create",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{HOME}/.cache/tool/new{n % 50}",
+        }
+    elif kind == 30:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": (
+                f"{HOME}/.ssh/id_ed25519",
+                f"{CWD}/.env",
+                f"{HOME}/.aws/credentials",
+                "/etc/shadow",
+            )[i // 40 % 4],
+        }
+    elif kind == 31:
+        # Broad trees: listing /usr, writing in /etc or the home as a whole.
+        e |= (
+            {"op": "read", "syscall": "openat", "result": "ok", "path": "/usr", "directory": True},
+            {"op": "create", "syscall": "openat", "result": "ok", "path": f"/etc/tool{n % 7}.lock"},
+            {"op": "create", "syscall": "openat", "result": "ok", "path": f"{HOME}/.toolrc{n % 5}"},
+        )[i // 40 % 3]
+    elif kind == 32:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "EACCES",
+            "path": f"/var/lib/tool/s{n % 100}",
+            "denied_while_learning": True,
+            "denied_by": "landlock",
+        }
+    elif kind == 33:
+        e |= {
+            "op": "connect",
+            "syscall": "connect",
+            "result": "ok",
+            "family": "inet",
+            "sock_type": "stream",
+            "address": "10.0.0.1",
+            "port": (443, 80, 5432)[n % 3],
+        }
+    elif kind == 34:
+        e |= {"op": "write", "syscall": "openat", "result": "ok", "path": f"{SCRATCH}/t{n % 900}"}
+    elif kind == 35:
+        e |= {
+            "op": "remove",
+            "syscall": "unlinkat",
+            "result": "ok",
+            "path": f"{CWD}/out/r{n % 500}.tmp",
+        }
+    elif kind == 36:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"/proc/{1000 + n % 24}/status",
+        }
+    elif kind == 37:
+        e |= {
+            "op": "stat",
+            "syscall": "newfstatat",
+            "result": "ok",
+            "path": f"/usr/share/zoneinfo/Z{n % 80}",
+        }
+    elif kind == 38:
+        e |= {
+            "op": "read",
+            "syscall": "openat",
+            "result": "ok",
+            "path": f"{HOME}/notes/n{n % 30}.md",
+        }
+    else:
+        e |= {"op": "signal", "syscall": "kill", "result": "ok", "target_pid": 1000 + n % 30}
+    return e
+
+
+def observation(events: int) -> dict[str, Any]:
+    """The observation, as the dict its JSON holds (``events`` events, at least 1)."""
+    unique = max(1, events * 3 // 10)
+    evs: list[dict[str, Any]] = [
+        {
+            "id": "e1",
+            "pid": 1000,
+            "op": "execute",
+            "syscall": "execve",
+            "result": "ok",
+            "path": "/usr/bin/python3",
+            "time": 1_700_000_000.0,
+        },
+    ]
+    evs.extend(_event(i, unique) for i in range(events - 1))
+    return {
+        "kind": "cvg.observation",
+        "schema_version": "1.0",
+        "argv": ["python3", "tool.py"],
+        "cwd": CWD,
+        "home": HOME,
+        "scratch": [SCRATCH],
+        "strace_version": "6.1",
+        "executables": [
+            {
+                "path": "/usr/bin/python3",
+                "interpreter": "/lib64/ld-linux-x86-64.so.2",
+                "event_id": "e1",
+            }
+        ],
+        "events": evs,
+        "exit_status": 0,
+        "peak_rss_kb": 51200,
+    }
