@@ -115,9 +115,11 @@ def test_own_children_kill_the_tree_with_no_descriptor(identity: Identity) -> No
 
     got = in_child(child, user=identity)
     assert got.error is None, got.error
-    # The grandchild is found only once its parent died and it re-parented to us.
-    assert got.value == {"first": True, "rounds": 2, "children_left": False,
-                         "alive": [False, False]}  # fmt: skip
+    # The grandchild is found only once its parent died and it re-parented to us: two
+    # rounds at least (a loaded machine may take an extra one to see the child die).
+    rounds = got.value.pop("rounds")
+    assert 2 <= rounds <= 6, rounds
+    assert got.value == {"first": True, "children_left": False, "alive": [False, False]}
 
 
 def test_own_children_is_read_afresh() -> None:
