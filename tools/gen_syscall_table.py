@@ -21,6 +21,15 @@ TARGET = (
 )
 # cvg's arch name -> the system-calls table name.
 ARCHES = {"x86_64": "x86_64", "aarch64": "arm64"}
+# Since Linux 5.1 every architecture gives a new call the same number, from 424 on.
+UNIFIED_FROM = 424
+
+
+def _entries(numbers: dict[str, int], indent: str) -> list[str]:
+    return [
+        f'{indent}"{name}": {nr},'
+        for name, nr in sorted(numbers.items(), key=lambda kv: (kv[1], kv[0]))
+    ]
 
 
 def render() -> str:
@@ -32,13 +41,24 @@ def render() -> str:
         "",
         f'LINUX_VERSION = "{table.linux_version}"',
         "",
-        "TABLES: dict[str, dict[str, int]] = {",
     ]
-    for ours, theirs in ARCHES.items():
-        numbers = table.load_arch_table(theirs)
+    tables = {ours: table.load_arch_table(theirs) for ours, theirs in ARCHES.items()}
+    unified = {n: nr for n, nr in tables["x86_64"].items() if nr >= UNIFIED_FROM}
+    for ours, numbers in tables.items():
+        theirs = {n: nr for n, nr in numbers.items() if nr >= UNIFIED_FROM}
+        if theirs != unified:
+            raise SystemExit(f"{ours} numbers calls from {UNIFIED_FROM} on unlike x86_64")
+    lines.append(f"# Every architecture's numbers from {UNIFIED_FROM} on (alike since Linux 5.1).")
+    lines.append("UNIFIED: dict[str, int] = {")
+    lines.extend(_entries(unified, "    "))
+    lines.append("}")
+    lines.append("")
+    lines.append("TABLES: dict[str, dict[str, int]] = {")
+    for ours, numbers in tables.items():
         lines.append(f'    "{ours}": {{')
-        for name, nr in sorted(numbers.items(), key=lambda kv: (kv[1], kv[0])):
-            lines.append(f'        "{name}": {nr},')
+        older = {n: nr for n, nr in numbers.items() if nr < UNIFIED_FROM}
+        lines.extend(_entries(older, "        "))
+        lines.append("        **UNIFIED,")
         lines.append("    },")
     lines.append("}")
     lines.append("")

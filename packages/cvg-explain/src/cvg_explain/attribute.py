@@ -12,7 +12,7 @@ import math
 import os
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -584,21 +584,19 @@ def _none(d: Denial, ctx: Context) -> Finding:
     )
 
 
+_BY_MECHANISM: Final[dict[str, Callable[[Denial, Context], Finding]]] = {
+    "landlock_fs": _fs,
+    "landlock_net": _net,
+    "landlock_scope": _scope,
+    "seccomp": _seccomp,
+    "rlimit": _rlimit,
+    "supervisor": _supervisor,
+}
+
+
 def attribute(d: Denial, ctx: Context) -> Finding:
     """The cause of ``d``, the rule involved and the smallest fix (None if none can)."""
-    if d.mechanism == "landlock_fs":
-        return _fs(d, ctx)
-    if d.mechanism == "landlock_net":
-        return _net(d, ctx)
-    if d.mechanism == "landlock_scope":
-        return _scope(d, ctx)
-    if d.mechanism == "seccomp":
-        return _seccomp(d, ctx)
-    if d.mechanism == "rlimit":
-        return _rlimit(d, ctx)
-    if d.mechanism == "supervisor":
-        return _supervisor(d, ctx)
-    return _none(d, ctx)
+    return _BY_MECHANISM.get(d.mechanism, _none)(d, ctx)
 
 
 def _host_matches(pattern: str, host: str) -> bool:

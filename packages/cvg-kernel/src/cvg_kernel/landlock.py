@@ -22,6 +22,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
+from typing import TypeVar
 
 from . import libc
 from .record import Record
@@ -357,40 +358,47 @@ def _fit_flags(flags: Sequence[str], abi: int, note: str) -> tuple[int, list[Dro
     return _fit(FLAGS, "flag", _names_mask(FLAGS, flags, "flag", ""), abi, note)
 
 
+_Target = TypeVar("_Target", str, int)
+
+
+def _fit_rules(
+    rules: Sequence[tuple[_Target, Sequence[str]]],
+    table: Mapping[str, Right],
+    kind: str,
+    handled: int,
+    abi: int,
+    note: str,
+    where: Callable[[_Target], str],
+) -> tuple[tuple[tuple[_Target, int], ...], list[Dropped]]:
+    """Each rule cut to the handled rights, and the rules left granting nothing."""
+    kept: list[tuple[_Target, int]] = []
+    skipped: list[Dropped] = []
+    for target, access in rules:
+        if isinstance(access, str):
+            raise LandlockError(f"rule for {where(target)}: access must be a list of names")
+        allowed = handled & _names_mask(table, access, kind, f" in the rule for {where(target)}")
+        if allowed:
+            kept.append((target, allowed))
+        else:
+            skipped.append(_grants_nothing(f"{kind}_rule {target}", access, abi, note))
+    return tuple(kept), skipped
+
+
 def _fit_fs_rules(
     rules: Sequence[tuple[str, Sequence[str]]], handled: int, abi: int, note: str
 ) -> tuple[tuple[tuple[str, int], ...], list[Dropped]]:
     """Each path rule cut to the handled rights, and the rules left granting nothing."""
-    kept: list[tuple[str, int]] = []
-    skipped: list[Dropped] = []
-    for path, access in rules:
-        if isinstance(access, str):
-            raise LandlockError(f"rule for {path!r}: access must be a list of names")
-        allowed = handled & _names_mask(FS_RIGHTS, access, "fs", f" in the rule for {path!r}")
-        if allowed:
-            kept.append((path, allowed))
-        else:
-            skipped.append(_grants_nothing(f"fs_rule {path}", access, abi, note))
-    return tuple(kept), skipped
+    return _fit_rules(rules, FS_RIGHTS, "fs", handled, abi, note, repr)
 
 
 def _fit_net_rules(
     rules: Sequence[tuple[int, Sequence[str]]], handled: int, abi: int, note: str
 ) -> tuple[tuple[tuple[int, int], ...], list[Dropped]]:
     """Each port rule cut to the handled rights, and the rules left granting nothing."""
-    kept: list[tuple[int, int]] = []
-    skipped: list[Dropped] = []
-    for port, access in rules:
+    for port, _ in rules:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 0xFFFF:
             raise LandlockError(f"net rule port {port!r} is not an integer 0..65535")
-        if isinstance(access, str):
-            raise LandlockError(f"rule for port {port}: access must be a list of names")
-        allowed = handled & _names_mask(NET_RIGHTS, access, "net", f" in the rule for port {port}")
-        if allowed:
-            kept.append((port, allowed))
-        else:
-            skipped.append(_grants_nothing(f"net_rule {port}", access, abi, note))
-    return tuple(kept), skipped
+    return _fit_rules(rules, NET_RIGHTS, "net", handled, abi, note, lambda port: f"port {port}")
 
 
 def _grants_nothing(item: str, access: Sequence[str], abi: int, note: str) -> Dropped:

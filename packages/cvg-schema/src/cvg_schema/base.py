@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from contextvars import ContextVar
-from typing import Annotated, Any, ClassVar, Final, Literal, NoReturn, Self
+from typing import Annotated, Any, ClassVar, Final, Literal, NoReturn, Protocol, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -43,7 +44,9 @@ __all__ = [
     "MessageBase",
     "RuleAddress",
     "SyscallName",
+    "by_id",
     "fail",
+    "fail_on_repeats",
     "parse_version",
 ]
 
@@ -85,6 +88,33 @@ def fail(message: str, error_type: str = "cvg_invalid", at: tuple[str | int, ...
     if at:
         raise PydanticCustomError(error_type, message, {"at": list(at)})
     raise PydanticCustomError(error_type, message)
+
+
+def fail_on_repeats(keys: Iterable[str], field: str, key: str, what: str) -> set[str]:
+    """The set of ``keys`` (the ``key`` of each entry of list ``field``); fails at
+    the first one seen again with ``"<what> '<key>' <...> twice"``."""
+    seen: set[str] = set()
+    for i, k in enumerate(keys):
+        if k in seen:
+            fail(f"{what.format(repr(k))} twice", at=(field, i, key))
+        seen.add(k)
+    return seen
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_Entry = TypeVar("_Entry", bound=_HasId)
+
+
+def by_id(entries: Iterable[_Entry], entry_id: str) -> _Entry:
+    """The entry with this id; KeyError when there is none."""
+    for entry in entries:
+        if entry.id == entry_id:
+            return entry
+    raise KeyError(entry_id)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

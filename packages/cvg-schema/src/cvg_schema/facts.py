@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from .base import CvgModel, MessageBase, fail
+from .base import CvgModel, MessageBase, fail_on_repeats
 
 __all__ = ["Facts", "Feature", "StraceInfo"]
 
@@ -81,11 +81,8 @@ class Facts(MessageBase):
 
     @model_validator(mode="after")
     def _unique_features(self) -> Facts:
-        seen: set[str] = set()
-        for i, feature in enumerate(self.features):
-            if feature.name in seen:
-                fail(f"feature {feature.name!r} is listed twice", at=("features", i, "name"))
-            seen.add(feature.name)
+        names = (f.name for f in self.features)
+        fail_on_repeats(names, "features", "name", "feature {} is listed")
         return self
 
     @property

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import CvgModel, Identifier, MessageBase, SyscallName, fail
+from .base import CvgModel, Identifier, MessageBase, SyscallName, by_id, fail, fail_on_repeats
 from .plan import SocketFamily, SocketTypeName
 
 __all__ = ["Event", "EventOp", "Executable", "Observation", "Result"]
@@ -269,11 +269,7 @@ class Observation(MessageBase):
                 fail("argv is empty (allowed only when partial is true)", at=("argv",))
             if self.cwd is None:
                 fail("cwd is missing (allowed only when partial is true)", at=("cwd",))
-        seen: set[str] = set()
-        for i, event in enumerate(self.events):
-            if event.id in seen:
-                fail(f"event id {event.id!r} is used twice", at=("events", i, "id"))
-            seen.add(event.id)
+        seen = fail_on_repeats((e.id for e in self.events), "events", "id", "event id {} is used")
         for i, exe in enumerate(self.executables):
             if exe.event_id is not None and exe.event_id not in seen:
                 fail(f"{exe.event_id!r} names no event", at=("executables", i, "event_id"))
@@ -281,10 +277,7 @@ class Observation(MessageBase):
 
     def event(self, event_id: str) -> Event:
         """The event with this id; KeyError when there is none."""
-        for event in self.events:
-            if event.id == event_id:
-                return event
-        raise KeyError(event_id)
+        return by_id(self.events, event_id)
 
     def executions(self) -> Iterator[tuple[Executable, Event]]:
         """Each executable with the event that ran it; one that names none is left out."""

@@ -20,7 +20,9 @@ from .base import (
     MessageBase,
     RuleAddress,
     SyscallName,
+    by_id,
     fail,
+    fail_on_repeats,
 )
 from .observation import EventOp
 from .plan import Degradation, FsRight, NetRight, Plan, RlimitName, Scope
@@ -279,16 +281,9 @@ class RunRecord(MessageBase):
             fail("plan_path needs plan_digest", at=("plan_digest",))
         if self.ended < self.started:
             fail("ended is before started", at=("ended",))
-        seen: set[str] = set()
-        for i, denial in enumerate(self.denials):
-            if denial.id in seen:
-                fail(f"denial id {denial.id!r} is used twice", at=("denials", i, "id"))
-            seen.add(denial.id)
+        fail_on_repeats((d.id for d in self.denials), "denials", "id", "denial id {} is used")
         return self
 
     def denial(self, denial_id: str) -> Denial:
         """The denial with this id; KeyError when there is none."""
-        for d in self.denials:
-            if d.id == denial_id:
-                return d
-        raise KeyError(denial_id)
+        return by_id(self.denials, denial_id)
