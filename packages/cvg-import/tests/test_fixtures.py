@@ -106,22 +106,18 @@ def _check_marks(path: Path, obs: Observation) -> dict[str, int]:
     return seen
 
 
-@pytest.mark.parametrize("path", RAW_REPORTS, ids=lambda p: p.stem)
-def test_runner_report_imports_marked(
-    path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+@pytest.mark.parametrize(
+    ("path", "fmt"),
+    [(p, "divergence.sandbox/1") for p in RAW_REPORTS]
+    + [(p, "divergence scan --json") for p in SCAN_REPORTS],
+    ids=lambda v: v.stem if isinstance(v, Path) else "",
+)
+def test_report_imports_marked(
+    path: Path, fmt: str, capfdbinary: pytest.CaptureFixture[bytes]
 ) -> None:
     obs = _import(path, capfdbinary)
     _check_marks(path, obs)
-    assert obs.source is not None and obs.source["format"] == "divergence.sandbox/1"
-
-
-@pytest.mark.parametrize("path", SCAN_REPORTS, ids=lambda p: p.stem)
-def test_cli_wrapper_report_imports_marked(
-    path: Path, capfdbinary: pytest.CaptureFixture[bytes]
-) -> None:
-    obs = _import(path, capfdbinary)
-    _check_marks(path, obs)
-    assert obs.source is not None and obs.source["format"] == "divergence scan --json"
+    assert obs.source is not None and obs.source["format"] == fmt
 
 
 def test_oracle_sees_every_kind_of_mark(capfdbinary: pytest.CaptureFixture[bytes]) -> None:

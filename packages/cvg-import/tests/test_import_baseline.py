@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from importhelp import FIXTURES, executable, obs, report, run_cli
+from importhelp import FIXTURES, obs, report, run_cli
 
 from cvg_import.importer import Baseline, import_divergence
 from cvg_schema import Event, Executable, Observation, dumps, loads_as
@@ -111,17 +110,9 @@ def test_without_baseline_the_gap_is_said() -> None:
     assert o.partial
 
 
-def test_cvg_observe_baseline_end_to_end(tmp_path: Path) -> None:
+def test_cvg_observe_baseline_end_to_end(runtime: Path) -> None:
     """A real baseline, made the way the docs say, through the command line."""
-    base = tmp_path / "runtime.json"
-    made = subprocess.run(
-        [executable("cvg-observe"), "--out", str(base), "--", "/usr/bin/python3.11", "-c", "pass"],
-        capture_output=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert made.returncode == 0, made.stderr
-    result = run_cli("divergence", str(SSH_EXFIL), "--baseline", str(base))
+    result = run_cli("divergence", str(SSH_EXFIL), "--baseline", str(runtime))
     assert result.returncode == 0, result.stderr
     o = loads_as(Observation, result.stdout)
     origins = [(e.source or {})["origin"] for e in o.events]
@@ -130,5 +121,5 @@ def test_cvg_observe_baseline_end_to_end(tmp_path: Path) -> None:
     paths = {e.path for e in o.events}
     assert "/usr/bin/python3.11" in paths
     assert any(p and p.startswith("/usr/lib/python3.11/") for p in paths)
-    assert o.cwd == str(tmp_path)  # no artifact root: the baseline's stands for it
+    assert o.cwd == str(runtime.parent)  # no artifact root: the baseline's stands for it
     assert o.executables and o.executables[0].interpreter

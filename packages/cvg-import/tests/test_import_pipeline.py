@@ -43,21 +43,6 @@ def _sensitive(path: Path) -> bool:
 MARKED = [p for p in RAW_REPORTS if not p.name.startswith("benign-") and _sensitive(p)]
 
 
-@pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bare runtime, observed the way the docs say."""
-    d = tmp_path_factory.mktemp("runtime")
-    out = d / "runtime.json"
-    made = subprocess.run(
-        [executable("cvg-observe"), "--out", str(out), "--", "/usr/bin/python3.11", "-c", "pass"],
-        capture_output=True,
-        timeout=120,
-        cwd=d,
-    )
-    assert made.returncode == 0, made.stderr
-    return out
-
-
 def _root(report: dict[str, Any]) -> str | None:
     for o in report["observations"]:
         m = ROOT.match(o["target"])

@@ -65,13 +65,22 @@ def test_the_compiled_program_refuses_what_is_not_listed() -> None:
     assert evaluate(flt.errno_program, t["ptrace"], X86, [0] * 6) == 0x00050001
 
 
-def test_cli_warns_and_accept_risk_opens(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def allowlisted(tmp_path: Path) -> tuple[Path, Path]:
+    """The allowlist policy and ABI 6 facts, as files."""
     path = tmp_path / "p.yaml"
     path.write_text(ALLOWLIST)
     facts = tmp_path / "facts.json"
     facts.write_text(facts_fixture(6).model_dump_json())
+    return path, facts
+
+
+def test_cli_warns_and_accept_risk_opens(
+    allowlisted: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, facts = allowlisted
     r = invoke(capsys, monkeypatch, [str(path)])
     assert r.status == 0
     assert any(
@@ -101,12 +110,11 @@ def test_cli_warns_and_accept_risk_opens(
 
 
 def test_cli_explain_names_the_mode(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    allowlisted: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text(ALLOWLIST)
-    facts = tmp_path / "facts.json"
-    facts.write_text(facts_fixture(6).model_dump_json())
+    path, facts = allowlisted
     r = invoke(
         capsys, monkeypatch, ["--explain", "--format", "json", "--facts", str(facts), str(path)]
     )

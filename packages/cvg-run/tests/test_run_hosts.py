@@ -26,6 +26,7 @@ from runhelp import PY, Box, make_policy, only_record, run_main, start
 # Imported here, before a forked child drops privileges and can no longer read them.
 import cvg_run.hosts
 import cvg_run.proxy  # noqa: F401
+from cvg_schema.run import Connection
 from cvg_testing import TextServer
 
 Identity = pwd.struct_passwd | None
@@ -164,32 +165,33 @@ def test_allowed_host_through_curl(identity: Identity, box: Box, web: Web) -> No
     assert sorted(protocols) == [("http", "allowed"), ("http-connect", "allowed")]
 
 
-def test_disallowed_host_is_refused_and_recorded(identity: Identity, box: Box, web: Web) -> None:
+def _refused(identity: Identity, box: Box, web: Web, url: str) -> tuple[str, Connection]:
+    """Fetch ``url`` through the proxy, which answers 403: the tool's output and the
+    one connection recorded, refused."""
     policy = hosts_policy(box, web)
-    # other.test resolves in the proxy's hosts file to the same server: only the
-    # policy keeps it out. The server is there (proven through allowed.test above).
-    url = f"http://other.test:{web.port}/o"
-    ran = run_main(["-p", str(policy), "--", PY, "-c", URLLIB, url],
-                   box=box, user=identity, env=hosts_env(box))  # fmt: skip
-    assert ran.rc == 0, ran.err
-    assert ran.out.startswith("HTTP 403 cvg-run proxy: no network.hosts rule names this host")
-    _, rec = only_record(box)
-    [conn] = rec.connections
-    assert (conn.verdict, conn.host, conn.port) == ("refused", "other.test", web.port)
-    assert conn.reason == "no network.hosts rule names this host"
-    assert conn.rule is None
-
-
-def test_ip_literal_is_refused(identity: Identity, box: Box, web: Web) -> None:
-    policy = hosts_policy(box, web)
-    url = f"http://127.0.0.2:{web.port}/ip"
     ran = run_main(["-p", str(policy), "--", PY, "-c", URLLIB, url],
                    box=box, user=identity, env=hosts_env(box))  # fmt: skip
     assert ran.rc == 0, ran.err
     assert ran.out.startswith("HTTP 403"), ran.out
     _, rec = only_record(box)
     [conn] = rec.connections
-    assert conn.verdict == "refused" and conn.host == "127.0.0.2"
+    assert conn.verdict == "refused"
+    return ran.out, conn
+
+
+def test_disallowed_host_is_refused_and_recorded(identity: Identity, box: Box, web: Web) -> None:
+    # other.test resolves in the proxy's hosts file to the same server: only the
+    # policy keeps it out. The server is there (proven through allowed.test above).
+    out, conn = _refused(identity, box, web, f"http://other.test:{web.port}/o")
+    assert out.startswith("HTTP 403 cvg-run proxy: no network.hosts rule names this host")
+    assert (conn.host, conn.port) == ("other.test", web.port)
+    assert conn.reason == "no network.hosts rule names this host"
+    assert conn.rule is None
+
+
+def test_ip_literal_is_refused(identity: Identity, box: Box, web: Web) -> None:
+    _, conn = _refused(identity, box, web, f"http://127.0.0.2:{web.port}/ip")
+    assert conn.host == "127.0.0.2"
     assert "IP literal" in conn.reason
 
 

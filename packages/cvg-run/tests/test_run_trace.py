@@ -416,32 +416,38 @@ def test_signal_outside_the_sandbox_is_landlock_scope(box: Box, identity: Identi
     assert got.value["out"] == "signalled\n"
 
 
-def test_unix_socket_refused_by_seccomp_names_network_unix(box: Box, identity: Identity) -> None:
+@pytest.mark.parametrize(
+    ("family", "rule", "line"),
+    [
+        pytest.param(
+            "socket.AF_UNIX",
+            "network.unix",
+            "socket unix stream (seccomp: network.unix is false)",
+            id="unix",
+        ),
+        # With no TCP port granted the filter refuses the socket itself: the rule to
+        # change is network.tcp_connect, even though the port is not known yet.
+        pytest.param(
+            "socket.AF_INET, socket.SOCK_STREAM",
+            "network.tcp_connect",
+            "socket inet stream (seccomp: no TCP port is granted",
+            id="tcp",
+        ),
+    ],
+)
+def test_a_socket_refused_by_seccomp_names_its_rule(
+    box: Box, identity: Identity, family: str, rule: str, line: str
+) -> None:
     script = (
-        "import socket\ntry:\n socket.socket(socket.AF_UNIX); print('made')\n"
+        f"import socket\ntry:\n socket.socket({family}); print('made')\n"
         "except OSError as e:\n print('refused', e.errno)\n"
     )
     assert _plain(script, identity).stdout == "made\n"
     ran, data = _traced(box, identity, script)
     assert ran.rc == 0 and ran.out.startswith("refused")
     d = _only(data, syscall="socket")
-    assert (d["mechanism"], d["rule"]) == ("seccomp", "network.unix")
-    assert "cvg-run: denied: socket unix stream (seccomp: network.unix is false)" in ran.err
-
-
-def test_tcp_socket_with_no_port_granted_names_tcp_connect(box: Box, identity: Identity) -> None:
-    # With no TCP port granted the filter refuses the socket itself: the rule to change
-    # is network.tcp_connect, even though the port is not known yet.
-    script = (
-        "import socket\ntry:\n socket.socket(socket.AF_INET, socket.SOCK_STREAM); print('made')\n"
-        "except OSError as e:\n print('refused', e.errno)\n"
-    )
-    assert _plain(script, identity).stdout == "made\n"
-    ran, data = _traced(box, identity, script)
-    assert ran.rc == 0 and ran.out.startswith("refused")
-    d = _only(data, syscall="socket")
-    assert (d["mechanism"], d["rule"]) == ("seccomp", "network.tcp_connect")
-    assert "cvg-run: denied: socket inet stream (seccomp: no TCP port is granted" in ran.err
+    assert (d["mechanism"], d["rule"]) == ("seccomp", rule)
+    assert f"cvg-run: denied: {line}" in ran.err
 
 
 def test_the_tool_cannot_write_the_trace(box: Box, identity: Identity) -> None:

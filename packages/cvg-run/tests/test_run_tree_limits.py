@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pwd
 
+import pytest
 from runhelp import Box, load_record, make_policy, run_main
 
 Identity = pwd.struct_passwd | None
@@ -53,27 +54,20 @@ def _run(box: Box, identity: Identity, name: str, resources: dict, code: str):
     return run_main(["-p", str(policy), "--", "python3", "-c", code], box=box, user=identity)
 
 
-def test_memory_split_across_processes_is_limited(identity: Identity, box: Box) -> None:
-    roomy = _run(
-        box, identity, "roomy.json", {"memory_mb": 1024, "wall_clock_seconds": 60}, SPLIT_MEMORY
-    )
-    assert (roomy.rc, roomy.out) == (0, "held\n"), roomy.err
-    tight = _run(
-        box, identity, "tight.json", {"memory_mb": 192, "wall_clock_seconds": 60}, SPLIT_MEMORY
-    )
-    assert tight.rc == 137 and tight.out == "", tight.err
-    assert "more than memory_mb=192" in tight.err
+@pytest.mark.parametrize(
+    ("limit", "roomy", "tight", "code", "done"),
+    [
+        pytest.param("memory_mb", 1024, 192, SPLIT_MEMORY, "held\n", id="memory"),
+        pytest.param("cpu_seconds", 10, 1, SPLIT_CPU, "burned\n", id="cpu"),
+    ],
+)
+def test_a_split_across_processes_is_limited(
+    identity: Identity, box: Box, limit: str, roomy: int, tight: int, code: str, done: str
+) -> None:
+    spare = _run(box, identity, "roomy.json", {limit: roomy, "wall_clock_seconds": 60}, code)
+    assert (spare.rc, spare.out) == (0, done), spare.err
+    ended = _run(box, identity, "tight.json", {limit: tight, "wall_clock_seconds": 60}, code)
+    assert ended.rc == 137 and ended.out == "", ended.err
+    assert f"more than {limit}={tight}" in ended.err
     records = sorted((load_record(p)[1] for p in box.records()), key=lambda r: r.started)
     assert [r.exit.meaning for r in records] == ["exited", "limit"]
-
-
-def test_cpu_split_across_processes_is_limited(identity: Identity, box: Box) -> None:
-    roomy = _run(
-        box, identity, "roomy.json", {"cpu_seconds": 10, "wall_clock_seconds": 60}, SPLIT_CPU
-    )
-    assert (roomy.rc, roomy.out) == (0, "burned\n"), roomy.err
-    tight = _run(
-        box, identity, "tight.json", {"cpu_seconds": 1, "wall_clock_seconds": 60}, SPLIT_CPU
-    )
-    assert tight.rc == 137 and tight.out == "", tight.err
-    assert "more than cpu_seconds=1" in tight.err
