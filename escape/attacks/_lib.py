@@ -13,6 +13,7 @@ import ctypes.util
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 
 REGISTRY: dict[str, Attack] = {}
@@ -75,6 +76,17 @@ def drop_capabilities() -> None:
     if any(data):
         sys.stderr.write("capabilities still held: the call is not made\n")
         sys.exit(4)
+
+
+def leave_a_daemon(seconds: float = 8) -> None:
+    """Double-fork and setsid: a grandchild in a session of its own sleeps ``seconds``,
+    meant to outlive the run, while the tool goes on."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(seconds)
+        os._exit(0)
+    time.sleep(0.2)
 
 
 def args() -> dict:

@@ -18,6 +18,25 @@ MFD_CLOEXEC = 1
 AT_EMPTY_PATH = 0x1000
 
 
+def _execveat_in_child(fd):
+    """execveat(fd, "", AT_EMPTY_PATH) in a forked child; the parent waits for it."""
+    pid = os.fork()
+    if pid == 0:
+        argv = (ctypes.c_char_p * 2)(b"m", None)
+        envp = (ctypes.c_char_p * 1)(None)
+        empty = ctypes.create_string_buffer(b"")
+        sys_call(
+            322,
+            fd,
+            ctypes.addressof(empty),
+            ctypes.addressof(argv),
+            ctypes.addressof(envp),
+            AT_EMPTY_PATH,
+        )
+        os._exit(99)
+    os.waitpid(pid, 0)
+
+
 def _spawn(argv):
     pid = os.fork()
     if pid == 0:
@@ -86,21 +105,7 @@ def memfd_execveat_empty_path(a):
     """memfd with the ELF, then execveat(fd, "", AT_EMPTY_PATH). Stopped by seccomp
     (memfd_noexec, execveat denied)."""
     fd = _memfd(a, 0)
-    pid = os.fork()
-    if pid == 0:
-        argv = (ctypes.c_char_p * 2)(b"m", None)
-        envp = (ctypes.c_char_p * 1)(None)
-        empty = ctypes.create_string_buffer(b"")
-        sys_call(
-            322,
-            fd,
-            ctypes.addressof(empty),
-            ctypes.addressof(argv),
-            ctypes.addressof(envp),
-            AT_EMPTY_PATH,
-        )
-        os._exit(99)
-    os.waitpid(pid, 0)
+    _execveat_in_child(fd)
 
 
 @attack("exec", "exec")
@@ -108,21 +113,7 @@ def execveat_ungranted_file_fd(a):
     """Open the ungranted ELF and execveat its descriptor. Stopped by seccomp
     (execveat) and Landlock execute."""
     fd = os.open(a["marker"], os.O_RDONLY)
-    pid = os.fork()
-    if pid == 0:
-        argv = (ctypes.c_char_p * 2)(b"m", None)
-        envp = (ctypes.c_char_p * 1)(None)
-        empty = ctypes.create_string_buffer(b"")
-        sys_call(
-            322,
-            fd,
-            ctypes.addressof(empty),
-            ctypes.addressof(argv),
-            ctypes.addressof(envp),
-            AT_EMPTY_PATH,
-        )
-        os._exit(99)
-    os.waitpid(pid, 0)
+    _execveat_in_child(fd)
 
 
 @attack("exec", "exec", limit="loader")

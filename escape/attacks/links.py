@@ -8,14 +8,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _lib import attack, main, out
 
 
+def _write_through(make_link, target, link):
+    """Make ``link`` to ``target`` and write through it."""
+    make_link(target, link)
+    with open(link, "w") as f:
+        f.write("PWNED")
+
+
 @attack("links", "canary")
 def symlink_in_workspace_write_through(a):
     """Make a workspace symlink to a canary and write through it. Landlock checks
     the file the link resolves to."""
-    link = os.path.join(a["ws"], "l")
-    os.symlink(a["canary"], link)
-    with open(link, "w") as f:
-        f.write("PWNED")
+    _write_through(os.symlink, a["canary"], os.path.join(a["ws"], "l"))
 
 
 @attack("links", "secret")
@@ -53,10 +57,7 @@ def proc_pid1_root_read(a):
 def hardlink_canary_into_workspace_then_write(a):
     """Hard-link a canary into the workspace and write the link. Stopped by Landlock
     (linking into another directory needs refer, never granted)."""
-    link = os.path.join(a["ws"], "h")
-    os.link(a["canary"], link)
-    with open(link, "w") as f:
-        f.write("PWNED")
+    _write_through(os.link, a["canary"], os.path.join(a["ws"], "h"))
 
 
 @attack("links", "secret")

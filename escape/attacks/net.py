@@ -59,24 +59,26 @@ def tcp_fastopen_sendto_ungranted_port(a):
     s.sendall(b"more")
 
 
+def _stream_exfil(a, protocol):
+    """A SOCK_STREAM socket of ``protocol`` connected to the sink's port, sending."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, protocol)
+    s.settimeout(2)
+    s.connect(_addr(a))
+    s.sendall(b"exfil")
+
+
 @attack("net-tcp", "tcp")
 def mptcp_connect_ungranted_port(a):
     """An MPTCP stream socket (IPPROTO_MPTCP 262), which Landlock's TCP rules do not
     see. Stopped by seccomp: only protocol 0/6 stream sockets are allowed."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
-    s.settimeout(2)
-    s.connect(_addr(a))
-    s.sendall(b"exfil")
+    _stream_exfil(a, 262)
 
 
 @attack("net-tcp", "tcp")
 def sctp_connect_ungranted_port(a):
     """An SCTP one-to-one socket (SOCK_STREAM, IPPROTO_SCTP 132) to the sink's port.
     Stopped by seccomp's protocol check (and the sink speaks TCP, so unproven)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132)
-    s.settimeout(2)
-    s.connect(_addr(a))
-    s.sendall(b"exfil")
+    _stream_exfil(a, 132)
 
 
 @attack("net-tcp", "bind")

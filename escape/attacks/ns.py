@@ -36,15 +36,21 @@ def unshare_user_namespace_default_policy(a):
     time.sleep(1)
 
 
+def _child_sleeps(pid):
+    """After a fork-like clone: the child (pid 0) sleeps in its new namespace and
+    exits; the parent waits for it."""
+    if pid == 0:
+        time.sleep(1.2)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 @attack("namespace", "ns")
 def clone_with_newuser_flag(a):
     """Raw clone(CLONE_NEWUSER|SIGCHLD) (fork-like, no new stack); the child sleeps
     in its new namespace. Stopped by seccomp's CLONE_NEW* argument check."""
     pid = sys_call(56, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)
-    if pid == 0:
-        time.sleep(1.2)
-        os._exit(0)
-    os.waitpid(pid, 0)
+    _child_sleeps(pid)
 
 
 @attack("namespace", "ns")
@@ -52,10 +58,7 @@ def clone_newuser_flag_high_bits(a):
     """clone() with CLONE_NEWUSER and junk in the upper 32 bits of flags, hoping a
     64-bit compare misses it. Stopped: the filter checks the low 32 bits."""
     pid = sys_call(56, (1 << 40) | CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)
-    if pid == 0:
-        time.sleep(1.2)
-        os._exit(0)
-    os.waitpid(pid, 0)
+    _child_sleeps(pid)
 
 
 @attack("namespace", "ns")
@@ -64,10 +67,7 @@ def clone3_with_newuser_flag(a):
     answers clone3 with ENOSYS."""
     args = (ctypes.c_uint64 * 11)(CLONE_NEWUSER, 0, 0, 0, SIGCHLD, 0, 0, 0, 0, 0, 0)
     pid = sys_call(435, ctypes.addressof(args), ctypes.sizeof(args))
-    if pid == 0:
-        time.sleep(1.2)
-        os._exit(0)
-    os.waitpid(pid, 0)
+    _child_sleeps(pid)
 
 
 @attack("namespace", "ns", extra={"sentinel": "netns"})

@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lib import attack, main
+from _lib import attack, leave_a_daemon, main
 
 LIMITS = {
     "wall": 4.5,
@@ -30,12 +30,7 @@ def _lim(**kw):
 def daemon_double_fork_setsid(a):
     """Double-fork and setsid: a daemon that leaves the session and process group and
     should outlive the run. Stopped by cvg-run's subreaper and kill loop."""
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            time.sleep(8)
-        os._exit(0)
-    time.sleep(0.2)
+    leave_a_daemon()
 
 
 @attack("lifetime", "leftover", policy="limits", extra=_lim())
@@ -51,12 +46,7 @@ def child_outlives_parent(a):
 @attack("lifetime", "leftover", policy="default", extra=_lim())
 def daemon_double_fork_default_policy(a):
     """A double-forked setsid daemon under the default policy. Stopped by the subreaper."""
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            time.sleep(8)
-        os._exit(0)
-    time.sleep(0.2)
+    leave_a_daemon()
 
 
 @attack("lifetime", "wall", policy="limits", hold=5.5, extra=_lim())
@@ -78,33 +68,31 @@ def wall_clock_ignore_signals(a):
     time.sleep(10)
 
 
-@attack("resources", "procs", policy="limits", hold=2.5, extra=_lim())
-def fork_storm(a):
-    """Fork 40 sleeping children (processes: 16). Stopped by the supervisor's count of
-    descendants (and, for users, RLIMIT_NPROC)."""
+def _fork_storm(*, orphans):
+    """Fork 40 children that sleep 4 s (each double-forked first when ``orphans``)."""
     for _ in range(40):
         try:
             if os.fork() == 0:
-                time.sleep(4)
+                if not orphans or os.fork() == 0:
+                    time.sleep(4)
                 os._exit(0)
         except OSError:
             break
     time.sleep(3)
+
+
+@attack("resources", "procs", policy="limits", hold=2.5, extra=_lim())
+def fork_storm(a):
+    """Fork 40 sleeping children (processes: 16). Stopped by the supervisor's count of
+    descendants (and, for users, RLIMIT_NPROC)."""
+    _fork_storm(orphans=False)
 
 
 @attack("resources", "procs", policy="limits", hold=2.5, extra=_lim())
 def fork_storm_of_orphans(a):
     """Fork 40 double-forked orphans (so the tool's own tree looks small). Stopped: the
     supervisor counts everything re-parented to it."""
-    for _ in range(40):
-        try:
-            if os.fork() == 0:
-                if os.fork() == 0:
-                    time.sleep(4)
-                os._exit(0)
-        except OSError:
-            break
-    time.sleep(3)
+    _fork_storm(orphans=True)
 
 
 @attack("resources", "rss", policy="limits", hold=2.0, extra=_lim())

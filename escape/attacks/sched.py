@@ -7,10 +7,9 @@ import ctypes
 import os
 import struct
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lib import attack, main, out, sys_call
+from _lib import attack, leave_a_daemon, main, out, sys_call
 
 NR_PRLIMIT64, NR_SCHED_SETATTR, NR_IOPRIO_SET = 302, 314, 251
 RLIMIT_CPU, RLIMIT_NOFILE = 0, 7
@@ -34,12 +33,7 @@ def prlimit_nofile_supervisor(a):
     run record, then double-fork a daemon it must kill at the end. Should be stopped by
     seccomp (prlimit64 on another pid)."""
     _prlimit(os.getppid(), RLIMIT_NOFILE, 0, 0)
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            time.sleep(8)
-        os._exit(0)
-    time.sleep(0.2)
+    leave_a_daemon()
 
 
 @attack("sched", "sentinel-attrs")
