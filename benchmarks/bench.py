@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import os
 import random
@@ -65,6 +64,7 @@ sys.path.insert(0, str(HERE))
 
 import render  # noqa: E402  (benchmarks/ is not a package)
 import results_file  # noqa: E402
+import timing  # noqa: E402
 from bench_run import loadavg, summary_ms  # noqa: E402  (shared timing helpers)
 
 KEY = "bench"
@@ -601,28 +601,17 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     break
 
         names = list(configs)
-        samples = {w: {c: [] for c in names} for w in workloads}
+        samples = timing.empty(workloads, names)
         load_start = loadavg()
         t_start = time.monotonic()
-        for r in range(args.warmup + args.runs):
-            shift = r % len(names)
-            order = names[shift:] + names[:shift]
-            gc.collect()
-            gc.disable()
-            try:
-                for wname, argv in workloads.items():
-                    for name in order:
-                        t0 = time.perf_counter_ns()
-                        status, _, _ = await configs[name].run(argv)
-                        elapsed = time.perf_counter_ns() - t0
-                        if status != 0:
-                            raise SystemExit(f"bench: {name} {wname!r} exited {status} round {r}")
-                        if r >= args.warmup:
-                            samples[wname][name].append(elapsed)
-            finally:
-                gc.enable()
-            if r % 20 == 19:
-                print(f"bench: round {r + 1}/{args.warmup + args.runs}", file=sys.stderr)
+        for slot in timing.slots(workloads, names, args.warmup, args.runs, progress="bench"):
+            with timing.Stopwatch() as sw:
+                status, _, _ = await configs[slot.config].run(slot.argv)
+            if status != 0:
+                raise SystemExit(
+                    f"bench: {slot.config} {slot.workload!r} exited {status} round {slot.round}"
+                )
+            timing.keep(samples, slot, sw.ns)
         duration = time.monotonic() - t_start
         rss = {
             w: {n: peak_rss_kb(spawn, c, argv) for n, c in configs.items()}

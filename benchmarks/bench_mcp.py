@@ -24,7 +24,6 @@ Results go under the key ``"mcp"`` of ``benchmarks/results/<hostname>.json``
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import shutil
 import socket
@@ -40,6 +39,7 @@ from typing import Any
 
 import anyio
 import results_file  # benchmarks/ is on sys.path when run as a script
+import timing
 from bench_run import summary_ms  # shared timing helpers
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -70,30 +70,20 @@ def check(result: Any, where: str) -> None:
 
 
 async def latency(session: ClientSession, box: Sandbox, rounds: int, warmup: int) -> dict[str, Any]:
-    mcp_ns: list[int] = []
-    warm_ns: list[int] = []
+    samples = timing.empty(["true"], ("mcp", "warm"))
     args = {"policy": "default", "argv": ["true"]}
-    for r in range(warmup + rounds):
-        gc.collect()
-        gc.disable()
-        try:
-            times = {}
-            for which in ("mcp", "warm") if r % 2 == 0 else ("warm", "mcp"):
-                t0 = time.perf_counter_ns()
-                if which == "mcp":
-                    res = await session.call_tool("run_sandboxed", args)
-                    times[which] = time.perf_counter_ns() - t0
-                    check(res, f"round {r}")
-                else:
-                    out = box.run(["true"])
-                    times[which] = time.perf_counter_ns() - t0
-                    if out.status != 0:
-                        raise SystemExit(f"bench_mcp: warm round {r}: status {out.status}")
-        finally:
-            gc.enable()
-        if r >= warmup:
-            mcp_ns.append(times["mcp"])
-            warm_ns.append(times["warm"])
+    for slot in timing.slots({"true": ["true"]}, ("mcp", "warm"), warmup, rounds):
+        if slot.config == "mcp":
+            with timing.Stopwatch() as sw:
+                res = await session.call_tool("run_sandboxed", args)
+            check(res, f"round {slot.round}")
+        else:
+            with timing.Stopwatch() as sw:
+                out = box.run(slot.argv)
+            if out.status != 0:
+                raise SystemExit(f"bench_mcp: warm round {slot.round}: status {out.status}")
+        timing.keep(samples, slot, sw.ns)
+    mcp_ns, warm_ns = samples["true"]["mcp"], samples["true"]["warm"]
     extra = sorted((m - w) / 1e6 for m, w in zip(mcp_ns, warm_ns, strict=True))
     return {
         "mcp": summary_ms(mcp_ns),

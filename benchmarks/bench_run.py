@@ -26,20 +26,19 @@ updated and replaced atomically under a lock, and only that key is touched.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import results_file  # benchmarks/ is on sys.path when run as a script
+import timing
 from tabulate import tabulate
 
 from cvg_run import Sandbox
@@ -241,29 +240,15 @@ def main() -> int:
         if not any(Path(tmp, "cache").rglob("*.json")):
             raise SystemExit("bench_run: cvg-run left no cached plan; 'cold' would be a compile")
 
-        samples: dict[str, dict[str, list[int]]] = {w: {c: [] for c in CONFIGS} for w in workloads}
         try:
-            for r in range(args.warmup + args.runs):
-                measured = r >= args.warmup
-                shift = r % len(CONFIGS)
-                order = CONFIGS[shift:] + CONFIGS[:shift]
-                gc.collect()
-                gc.disable()
-                try:
-                    for name, argv in workloads.items():
-                        for config in order:
-                            fn = runners[config]
-                            t0 = time.perf_counter_ns()
-                            status, _ = fn(argv)
-                            elapsed = time.perf_counter_ns() - t0
-                            if status != 0:
-                                raise SystemExit(
-                                    f"bench_run: {config} {name!r} exited {status} in round {r}"
-                                )
-                            if measured:
-                                samples[name][config].append(elapsed)
-                finally:
-                    gc.enable()
+            samples = timing.measure(
+                workloads,
+                CONFIGS,
+                args.warmup,
+                args.runs,
+                lambda config, argv: runners[config](argv)[0],
+                "bench_run",
+            )
         finally:
             box.close()
 

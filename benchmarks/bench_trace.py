@@ -25,17 +25,16 @@ is touched).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import results_file  # benchmarks/ is on sys.path when run as a script
+import timing
 from bench_run import (
     PYTHON,
     base_workloads,
@@ -115,26 +114,14 @@ def main() -> int:
             if len(outputs) != 1:
                 raise SystemExit(f"bench_trace: {name!r} printed different output when traced")
 
-        samples: dict[str, dict[str, list[int]]] = {w: {c: [] for c in CONFIGS} for w in workloads}
-        for r in range(args.warmup + args.runs):
-            measured = r >= args.warmup
-            shift = r % len(CONFIGS)
-            order = CONFIGS[shift:] + CONFIGS[:shift]
-            gc.collect()
-            gc.disable()
-            try:
-                for name, argv in workloads.items():
-                    for config in order:
-                        cmd, env = command(config, argv)
-                        t0 = time.perf_counter_ns()
-                        p = subprocess.run(cmd, capture_output=True, cwd=work, env=env)
-                        elapsed = time.perf_counter_ns() - t0
-                        if p.returncode != 0:
-                            raise SystemExit(f"bench_trace: {config} {name!r} failed in round {r}")
-                        if measured:
-                            samples[name][config].append(elapsed)
-            finally:
-                gc.enable()
+        # Each command made before timing: only the run itself is timed.
+        prepared = {(c, tuple(a)): command(c, a) for c in CONFIGS for a in workloads.values()}
+
+        def status(config: str, argv: list[str]) -> int:
+            cmd, env = prepared[config, tuple(argv)]
+            return subprocess.run(cmd, capture_output=True, cwd=work, env=env).returncode
+
+        samples = timing.measure(workloads, CONFIGS, args.warmup, args.runs, status, "bench_trace")
 
     load_end = loadavg()
     rounds = args.runs
