@@ -40,7 +40,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -70,6 +69,8 @@ REFUSED = 125  # cvg-run's status when it refuses to start the tool (bad or degr
 
 sys.path.insert(0, str(HERE))
 import probes  # noqa: E402
+
+from cvg_testing import Sink  # noqa: E402
 
 # The limits docs/design.md ("What is enforced, and what is not") documents. An oracle
 # that fires in a cell counts as documented-limit only when the attack names one
@@ -236,60 +237,6 @@ def diff_snapshots(before: dict, after: dict, new_ok: tuple[str, ...] = ()) -> l
         if p not in before and not any(p.startswith(n) for n in new_ok):
             changes.append(f"created {p}")
     return changes
-
-
-class Sink:
-    """A listener outside the sandbox that records whether any bytes arrived."""
-
-    def __init__(self, kind: str, addr=None):
-        self.kind = kind
-        self.received = b""
-        self.addr = addr
-        fam = {
-            "tcp": socket.AF_INET,
-            "tcp6": socket.AF_INET6,
-            "udp": socket.AF_INET,
-            "unix": socket.AF_UNIX,
-            "abstract": socket.AF_UNIX,
-            "unixdgram": socket.AF_UNIX,
-            "abstractdgram": socket.AF_UNIX,
-        }[kind]
-        dgram = kind in ("udp", "unixdgram", "abstractdgram")
-        typ = socket.SOCK_DGRAM if dgram else socket.SOCK_STREAM
-        self.sock = socket.socket(fam, typ)
-        if addr is None:
-            addr = {"tcp": ("127.0.0.1", 0), "tcp6": ("::1", 0), "udp": ("127.0.0.1", 0)}[kind]
-        self.sock.bind(addr)
-        self.addr = self.sock.getsockname()
-        if typ == socket.SOCK_STREAM:
-            self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while not self.stop:
-            try:
-                if self.sock.type == socket.SOCK_DGRAM:
-                    data = self.sock.recv(65536)
-                    self.received += data
-                    continue
-                conn, _ = self.sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            conn.settimeout(1.0)
-            try:
-                while data := conn.recv(65536):
-                    self.received += data
-            except OSError:
-                pass
-            conn.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join(1)
-        self.sock.close()
 
 
 def free_port() -> int:

@@ -19,7 +19,6 @@ import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,26 +50,15 @@ class Who:
 
 
 @dataclass
-class Box:
+class Box(cvg_testing.Tree):
     """A world-writable directory per test: home, state, cache, tmp, cwd, data."""
-
-    root: Path
 
     @classmethod
     def make(cls) -> Box:
-        root = Path(tempfile.mkdtemp(prefix="cvg-explain-test-"))
-        root.chmod(0o777)
-        for name in ("home", "state", "cache", "tmp", "cwd", "data"):
-            (root / name).mkdir()
-            (root / name).chmod(0o777)
-        return cls(root)
+        return cls(cvg_testing.tree_root("cvg-explain-test-", "data"))
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-
-    @property
-    def cwd(self) -> Path:
-        return self.root / "cwd"
 
     @property
     def data(self) -> Path:
@@ -78,14 +66,7 @@ class Box:
 
     @property
     def env(self) -> dict[str, str]:
-        return {
-            "HOME": str(self.root / "home"),
-            "XDG_STATE_HOME": str(self.root / "state"),
-            "XDG_CACHE_HOME": str(self.root / "cache"),
-            "TMPDIR": str(self.root / "tmp"),
-            "PATH": "/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-        }
+        return {**self.xdg_env(), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
     def write(self, path: Path, text: str, mode: int = 0o666) -> Path:
         path.write_text(text)

@@ -37,7 +37,7 @@ from cvg_kernel.seccomp import (
     build_program,
     compile_spec,
 )
-from cvg_testing import Child, attempt, in_child, needs_abi
+from cvg_testing import Child, Sink, attempt, in_child, needs_abi
 
 ARCH = libc.machine()
 NR = syscall_table.TABLES[ARCH]
@@ -676,37 +676,6 @@ def test_clone3_may_be_allowed_only_with_namespaces() -> None:
 # ----------------------------------------------------------------- TCP fast open
 
 
-class _Sink:
-    """A loopback listener that records what reaches it: the external oracle."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.got = b""
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        self.sock.settimeout(1)
-        try:
-            while True:
-                conn, _ = self.sock.accept()
-                with conn:
-                    conn.settimeout(0.5)
-                    try:
-                        while chunk := conn.recv(4096):
-                            self.got += chunk
-                    except OSError:
-                        pass
-        except OSError:
-            return
-
-    def close(self) -> bytes:
-        self.thread.join(5)
-        self.sock.close()
-        return self.got
-
-
 @pytest.mark.parametrize("call", ["sendto", "sendmsg"])
 def test_tcp_fast_open_is_refused(identity: pwd.struct_passwd | None, call: str) -> None:
     """MSG_FASTOPEN connects inside sendmsg, where Landlock's TCP port check never
@@ -729,9 +698,9 @@ def test_tcp_fast_open_is_refused(identity: pwd.struct_passwd | None, call: str)
 
         return attempt_send
 
-    sink = _Sink()
+    sink = Sink()
     bare = probe(fastopen_to(sink.port), identity, None)
     assert bare == 0 and sink.close() == b"exfil"  # the escape works unconfined
-    sink = _Sink()
+    sink = Sink()
     confined = probe(fastopen_to(sink.port), identity, DEFAULT)
     assert confined == errno.EPERM and sink.close() == b""

@@ -21,7 +21,6 @@ import shutil
 import signal
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -67,43 +66,17 @@ def tool_site() -> str:
 
 
 @dataclass
-class World:
+class World(cvg_testing.Tree):
     """A per-test directory tree every identity can use."""
 
-    root: Path
     user: pwd.struct_passwd | None  # None: as root (ourselves)
-
-    def __post_init__(self) -> None:
-        for name in ("policies", "home", "state", "cache", "cwd", "tmp", "outside"):
-            d = self.root / name
-            d.mkdir()
-            d.chmod(0o755 if name in ("policies", "outside") else 0o777)
 
     @property
     def policies(self) -> Path:
         return self.root / "policies"
 
-    @property
-    def cwd(self) -> Path:
-        return self.root / "cwd"
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def runs(self) -> Path:
-        return self.root / "state" / "cvg" / "runs"
-
     def env(self) -> dict[str, str]:
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.home),
-            "XDG_STATE_HOME": str(self.root / "state"),
-            "XDG_CACHE_HOME": str(self.root / "cache"),
-            "TMPDIR": str(self.root / "tmp"),
-            "LANG": "C.UTF-8",
-        }
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.xdg_env(), "LANG": "C.UTF-8"}
         if self.user is not None:
             env["PYTHONPATH"] = pythonpath()
         return env
@@ -143,9 +116,10 @@ class World:
 
 
 def make_world(user: pwd.struct_passwd | None) -> World:
-    d = Path(tempfile.mkdtemp(prefix="cvg-mcp-test-"))
-    d.chmod(0o755)
-    return World(d, user)
+    readonly = ("policies", "outside")
+    return World(
+        cvg_testing.tree_root("cvg-mcp-test-", *readonly, mode=0o755, readonly=readonly), user
+    )
 
 
 def remove_world(world: World) -> None:

@@ -16,6 +16,7 @@ the tool or its daemons write, and the exit status seen by waitpid.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import copy
 import fcntl
 import json
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from cvg_run import cli, planning, record, supervisor
 from cvg_run.cli import main
 from cvg_schema import RunRecord
 from cvg_schema.io import loads_as
-from cvg_testing import drop_to
+from cvg_testing import Tree, drop_to, tree_root
 
 CVG_RUN = Path(sys.executable).parent / "cvg-run"
 ABI_ENV = "CVG_LANDLOCK_ABI_MAX"
@@ -68,32 +69,9 @@ def uid_of(user: pwd.struct_passwd | None) -> int:
 
 
 @dataclass
-class Box:
-    """Directories any identity can use: HOME, XDG state and cache, a cwd, a share."""
-
-    root: Path
-
-    def __post_init__(self) -> None:
-        for name in ("home", "state", "cache", "cwd", "share", "tmp"):
-            d = self.root / name
-            d.mkdir()
-            d.chmod(0o777)
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def cache(self) -> Path:
-        return self.root / "cache"
-
-    @property
-    def cwd(self) -> Path:
-        return self.root / "cwd"
+class Box(Tree):
+    """Directories any identity can use: HOME, XDG state and cache, a cwd, a share;
+    TMPDIR is where cvg-run makes ${SCRATCH}, so kept ones go with the box."""
 
     @property
     def share(self) -> Path:
@@ -101,32 +79,15 @@ class Box:
         return self.root / "share"
 
     @property
-    def tmp(self) -> Path:
-        """The caller's TMPDIR, where cvg-run makes ${SCRATCH}: kept ones go with the box."""
-        return self.root / "tmp"
-
-    @property
-    def runs(self) -> Path:
-        return self.state / "cvg" / "runs"
-
-    @property
     def env(self) -> dict[str, str | None]:
-        return {
-            "HOME": str(self.home),
-            "XDG_STATE_HOME": str(self.state),
-            "XDG_CACHE_HOME": str(self.cache),
-            "TMPDIR": str(self.tmp),
-            ABI_ENV: None,
-        }
+        return {**self.xdg_env(), ABI_ENV: None}
 
     def records(self) -> list[Path]:
         return sorted(self.runs.glob("*.json")) if self.runs.is_dir() else []
 
 
 def make_box() -> Box:
-    d = Path(tempfile.mkdtemp(prefix="cvg-run-test-"))
-    d.chmod(0o777)
-    return Box(d)
+    return Box(tree_root("cvg-run-test-", "share"))
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -449,15 +410,27 @@ def only_record(box: Box) -> tuple[dict[str, Any], RunRecord]:
 # --- warming the parent ---------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def environ(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` set in os.environ for the block, everything restored after it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def warm_up() -> None:
     """Run the lazy parts of main() once here, so a forked child that dropped
     privileges finds every module already imported."""
     box = make_box()
     try:
-        saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME")}
-        os.environ["XDG_CACHE_HOME"] = str(box.cache)
-        os.environ["XDG_STATE_HOME"] = str(box.state)
-        try:
+        with environ({"XDG_CACHE_HOME": str(box.cache), "XDG_STATE_HOME": str(box.state)}):
             policy = make_policy(
                 box.share,
                 network={"tcp_connect": [443], "tcp_bind": [8080], "udp": True, "unix": True},
@@ -481,11 +454,5 @@ def warm_up() -> None:
             record.dumps({"t": record._when(time.time()), "id": record.new_run_id()})
             supervisor.resolve_command("true", "/usr/bin")
             shutil.which("true")
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
     finally:
         shutil.rmtree(box.root, ignore_errors=True)

@@ -27,7 +27,7 @@ from runhelp import PY, Box, make_policy, only_record, run_main, start
 import cvg_run.hosts
 import cvg_run.proxy  # noqa: F401
 from cvg_schema.run import Connection
-from cvg_testing import TextServer
+from cvg_testing import Sink, TextServer
 
 Identity = pwd.struct_passwd | None
 
@@ -45,40 +45,6 @@ class Web:
 def web() -> Iterator[Web]:
     with TextServer(("127.0.0.2", 0), _hello) as srv:
         yield Web(srv.port)
-
-
-class Sink:
-    """A loopback listener outside the sandbox: the oracle is whether bytes arrived."""
-
-    def __init__(self) -> None:
-        self.received = b""
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.1)
-        self.port = self.sock.getsockname()[1]
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            conn.settimeout(1.0)
-            try:
-                while data := conn.recv(65536):
-                    self.received += data
-            except OSError:
-                pass
-            conn.close()
-
-    def close(self) -> None:
-        self.stop = True
-        self.thread.join(2)
-        self.sock.close()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from runhelp import (
     PY,
     Box,
     alive,
+    environ,
     main,
     make_policy,
     procs_with,
@@ -192,32 +193,23 @@ def test_warm_runner_survives_nofile_lowered_to_zero(box: Box, as_root: None) ->
     tok = token()
     policy = _policy(box)
     env = {k: v for k, v in box.env.items() if v is not None}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        with Sandbox(str(policy)) as sandbox:
-            result: dict[str, Any] = {}
+    with environ(env), Sandbox(str(policy)) as sandbox:
+        result: dict[str, Any] = {}
 
-            def one() -> None:
-                result["r"] = sandbox.run([PY, "-c", DAEMON, str(box.share), tok], timeout=60)
+        def one() -> None:
+            result["r"] = sandbox.run([PY, "-c", DAEMON, str(box.share), tok], timeout=60)
 
-            t = threading.Thread(target=one)
-            t.start()
-            daemon = wait_for(lambda: _read_int(box.share / "daemon.pid"), what="daemon pid")
-            tool = wait_for(lambda: _read_int(box.share / "tool.pid"), what="tool pid")
-            runner = process.parent_of(tool)
-            assert runner is not None
-            wait_for(lambda: process.parent_of(daemon) == runner, timeout=10, what="re-parenting")
-            _lower_nofile(runner, None)
-            t.join(30)
-            assert not t.is_alive()
-            r = result["r"]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        t = threading.Thread(target=one)
+        t.start()
+        daemon = wait_for(lambda: _read_int(box.share / "daemon.pid"), what="daemon pid")
+        tool = wait_for(lambda: _read_int(box.share / "tool.pid"), what="tool pid")
+        runner = process.parent_of(tool)
+        assert runner is not None
+        wait_for(lambda: process.parent_of(daemon) == runner, timeout=10, what="re-parenting")
+        _lower_nofile(runner, None)
+        t.join(30)
+        assert not t.is_alive()
+        r = result["r"]
     assert (r.status, r.meaning) == (137, "limit"), r.record["exit"]
     assert "could not watch the tool's processes" in r.record["exit"]["detail"]
     assert not alive(daemon) and not alive(tool)

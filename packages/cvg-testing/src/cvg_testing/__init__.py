@@ -6,6 +6,7 @@ names the Landlock ABI it needs and this kernel lacks it.
 
 from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi
 from cvg_testing.fork import Child, Spawned, attempt, attempt_name, errname, in_child, spawn
+from cvg_testing.sink import Sink
 from cvg_testing.staging import (
     import_path_for,
     shared_dir,
@@ -13,14 +14,17 @@ from cvg_testing.staging import (
     unpriv_python,
     world_readable_dir,
 )
+from cvg_testing.tree import Tree, tree_root
 from cvg_testing.users import UNPRIV_USER, drop_to, ensure_unpriv_user, identities
 from cvg_testing.web import TextServer
 
 __all__ = [
     "UNPRIV_USER",
     "Child",
+    "Sink",
     "Spawned",
     "TextServer",
+    "Tree",
     "attempt",
     "attempt_name",
     "below_abi",
@@ -37,6 +41,7 @@ __all__ = [
     "shared_dir",
     "spawn",
     "stage",
+    "tree_root",
     "unpriv_python",
     "world_readable_dir",
 ]
