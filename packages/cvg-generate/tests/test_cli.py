@@ -159,19 +159,19 @@ sys.exit(verify_policy(Policy.model_validate(data), sys.argv[2:]))
 """
 
 
+def _gaps_found(place: wl.Place, argv: list[str]) -> str:
+    """Run a verification in ``place`` that must find a gap (exit 1); its stderr."""
+    r = subprocess.run(argv, cwd=place.work, env=place.env(), capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    return err
+
+
 def test_verify_catches_a_planted_gap(observed: tuple[wl.Place, Path]) -> None:
     place, obs = observed
     inp = wl.Input({"tool.py": SCRIPT, "data/in.txt": "hi\n"}, [])
     place.reset(inp)
-    r = subprocess.run(
-        [sys.executable, "-c", PLANT, str(obs), wl.PYTHON, "tool.py"],
-        cwd=place.work,
-        env=place.env(),
-        capture_output=True,
-        timeout=120,
-    )
-    err = r.stderr.decode()
-    assert r.returncode == 1, err
+    err = _gaps_found(place, [sys.executable, "-c", PLANT, str(obs), wl.PYTHON, "tool.py"])
     assert "gap d" in err and "tool.py" in err and "refused by landlock_fs" in err
     assert "+    - " in err  # the smallest fix, a diff adding a read grant
 
@@ -184,15 +184,9 @@ def test_verify_reports_a_gap_of_another_input(observed: tuple[wl.Place, Path]) 
     code = f"print(open({str(outside)!r}).read())"
     bare = subprocess.run([wl.PYTHON, "-c", code], env=place.env(), capture_output=True)
     assert bare.returncode == 0 and bare.stdout == b"x\n\n"  # readable with no sandbox
-    r = subprocess.run(
-        [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", wl.PYTHON, "-c", code],
-        cwd=place.work,
-        env=place.env(),
-        capture_output=True,
-        timeout=120,
+    err = _gaps_found(
+        place, [wl.cvg("cvg-generate"), "-q", str(obs), "--verify", "--", wl.PYTHON, "-c", code]
     )
-    err = r.stderr.decode()
-    assert r.returncode == 1, err
     assert f"openat {outside} refused by landlock_fs (read_file)" in err
     assert f"+    - {outside}" in err
 

@@ -6,7 +6,6 @@ and refuses (and names) a call outside it, as root and as an unprivileged user."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,7 +28,7 @@ from cvg_generate.generate import Source, generate
 from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
 from cvg_schema import Observation
-from cvg_testing import ensure_unpriv_user, shared_dir
+from cvg_testing import ensure_unpriv_user
 
 ARCH = machine()
 PY = "/usr/bin/python3.11"
@@ -188,12 +187,8 @@ print(json.dumps({"sha": hashlib.sha256(data).hexdigest(), "lines": data.count(b
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
-@pytest.mark.parametrize("identity", ["root", "unprivileged"])
-def test_a_generated_allowlist_on_the_kernel(identity: str) -> None:
-    if identity == "unprivileged" and os.geteuid() != 0:
-        pytest.skip("needs root to create and become the unprivileged user")
-    with shared_dir("cvg-generate-allowlist-") as base:
-        _check(base, identity)
+def test_a_generated_allowlist_on_the_kernel(identity: str, shared: Path) -> None:
+    _check(shared, identity)
 
 
 def _check(root: Path, identity: str) -> None:

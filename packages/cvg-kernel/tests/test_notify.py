@@ -383,8 +383,9 @@ def test_listener_closed_before_the_call(identity: pwd.struct_passwd | None) -> 
     assert (run.value, run.seen & ADDR_NO_RANDOMIZE) == ("ENOSYS", 0)
 
 
-def _own_listener_then_continue() -> list[str]:
-    """The tool's way around a closed listener: its own listener answering CONTINUE."""
+def _notify_on_personality(flags: int) -> int:
+    """The tool's own filter, sending personality() to a user-notification listener;
+    what seccomp() returns (the listener, with SECCOMP_FILTER_FLAG_NEW_LISTENER)."""
     prog = [
         (bpf.LD_W_ABS, 0, 0, bpf.SECCOMP_DATA_NR),
         (bpf.JMP_JEQ_K, 0, 1, NR["personality"]),
@@ -394,13 +395,20 @@ def _own_listener_then_continue() -> list[str]:
     array = (_SockFilter * len(prog))(*(_SockFilter(*i) for i in prog))
     fprog = _SockFprog(len(prog), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
     libc.prctl(38, 1)
-    try:
-        mine = libc.syscall(
+    return int(
+        libc.syscall(
             NR["seccomp"],
             ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
-            ctypes.c_ulong(SECCOMP_FILTER_FLAG_NEW_LISTENER),
+            ctypes.c_ulong(flags),
             ctypes.byref(fprog),
         )
+    )
+
+
+def _own_listener_then_continue() -> list[str]:
+    """The tool's way around a closed listener: its own listener answering CONTINUE."""
+    try:
+        mine = _notify_on_personality(SECCOMP_FILTER_FLAG_NEW_LISTENER)
     except OSError as e:
         return [errno.errorcode[e.errno or 0], attempt_name(lambda: sc("personality", 0x0040000))]
 
@@ -436,21 +444,7 @@ def test_tool_cannot_take_over_a_closed_listener(identity: pwd.struct_passwd | N
 
 
 def _own_notify_filter_without_listener() -> str:
-    prog = [
-        (bpf.LD_W_ABS, 0, 0, bpf.SECCOMP_DATA_NR),
-        (bpf.JMP_JEQ_K, 0, 1, NR["personality"]),
-        (bpf.RET_K, 0, 0, bpf.SECCOMP_RET_USER_NOTIF),
-        (bpf.RET_K, 0, 0, bpf.SECCOMP_RET_ALLOW),
-    ]
-    array = (_SockFilter * len(prog))(*(_SockFilter(*i) for i in prog))
-    fprog = _SockFprog(len(prog), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
-    libc.prctl(38, 1)
-    libc.syscall(
-        NR["seccomp"],
-        ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
-        ctypes.c_ulong(0),
-        ctypes.byref(fprog),
-    )
+    _notify_on_personality(0)
     return attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE))
 
 

@@ -36,6 +36,16 @@ FACTS: dict[str, Any] = {
     "cached": False,
 }
 
+# The documented defaults of `resources` (docs/policy.md).
+DEFAULT_RESOURCES: dict[str, int] = {
+    "wall_clock_seconds": 60,
+    "cpu_seconds": 30,
+    "memory_mb": 512,
+    "file_size_mb": 64,
+    "open_files": 256,
+    "processes": 64,
+}
+
 POLICY: dict[str, Any] = {
     "kind": "cvg.policy",
     "schema_version": "1.0",
@@ -48,14 +58,7 @@ POLICY: dict[str, Any] = {
     },
     "network": {"tcp_connect": [443], "tcp_bind": [], "udp": False, "unix": False},
     "ipc": {"signal_outside": False},
-    "resources": {
-        "wall_clock_seconds": 60,
-        "cpu_seconds": 30,
-        "memory_mb": 512,
-        "file_size_mb": 64,
-        "open_files": 256,
-        "processes": 64,
-    },
+    "resources": dict(DEFAULT_RESOURCES),
     "environment": {"set": {"PATH": "/usr/bin", "HOME": "${SCRATCH}"}, "pass": ["LANG", "TERM"]},
     "syscalls": {"allow": []},
     "reasons": {

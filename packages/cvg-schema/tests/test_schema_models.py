@@ -10,6 +10,7 @@ from typing import Any, get_args
 import orjson
 import pytest
 from schema_samples import (
+    DEFAULT_RESOURCES,
     DENIAL,
     EXPLANATION,
     FACTS,
@@ -280,14 +281,7 @@ def test_bare_policy_defaults_deny_everything() -> None:
     net = policy.network
     assert (net.tcp_connect, net.tcp_bind, net.udp, net.unix) == ([], [], False, False)
     assert policy.ipc.signal_outside is False
-    assert policy.resources.model_dump() == {
-        "wall_clock_seconds": 60,
-        "cpu_seconds": 30,
-        "memory_mb": 512,
-        "file_size_mb": 64,
-        "open_files": 256,
-        "processes": 64,
-    }
+    assert policy.resources.model_dump() == DEFAULT_RESOURCES
     assert (policy.environment.set, policy.environment.pass_) == ({}, [])
     assert policy.syscalls.allow == []
     assert policy.reasons == {}
