@@ -41,7 +41,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -485,7 +488,90 @@ def run_job(job: dict) -> dict:
         }
 
 
+@dataclass(eq=False)
+class Attempt:
+    """One attack run once (baseline or sandboxed): what it was given, what was seen
+    while it ran, and what it left. The steps of _run_job fill it in turn."""
+
+    job: dict
+    a: dict
+    uid: int
+    gid: int
+    base: Path
+    tok: str
+    secret: str
+    exec_token: str
+    ports: dict
+    policy: Path
+    args: dict
+    env: dict
+    saved_nices: dict
+    sysv_before: dict
+    sinks: dict = field(default_factory=dict)
+    sentinels: list = field(default_factory=list)
+    attrs_before: dict = field(default_factory=dict)
+    fds_to_pass: list = field(default_factory=list)
+    pty_master: int | None = None
+    pty_slave: int | None = None
+    census_pre: dict | None = None
+    cmd: list = field(default_factory=list)
+    run1: int | None = None
+    records_before: set = field(default_factory=set)
+    shmem_before: int = 0
+    before: dict = field(default_factory=dict)
+    out_f: Any = None
+    err_f: Any = None
+    t0: float = 0.0
+    proc: Any = None
+    sentinel_pids: set = field(default_factory=set)
+    obs: dict = field(default_factory=dict)
+    status: int | None = None
+    rusage: Any = None
+    sup_own: int = 0
+    leftovers: list = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    after: dict = field(default_factory=dict)
+    cpu: float = 0.0
+
+    @property
+    def oracle_kind(self) -> str:
+        return self.a["oracle"]
+
+    @property
+    def extra(self) -> dict:
+        return self.a["extra"]
+
+    @property
+    def lim(self) -> dict:
+        return self.a["extra"].get("limits", {})
+
+    def dir(self, name: str) -> Path:
+        """work, work/ws, outside, oracle, state or policy, under the attack's base."""
+        return self.base / {"ws": "work/ws", "poldir": "policy"}.get(name, name)
+
+    def demote(self) -> None:
+        os.setgroups([])
+        os.setgid(self.gid)
+        os.setuid(self.uid)
+
+
 def _run_job(job: dict) -> dict:
+    at = _setup(job)
+    try:
+        _arrange(at)
+        _start(at)
+        _observe(at)
+        _collect(at)
+        fired, evidence = _judge(at)
+        return _result(at, fired, evidence)
+    finally:
+        _cleanup(at)
+
+
+def _setup(job: dict) -> Attempt:
+    """The attack's directory tree (canaries, secrets, the marker programs, its
+    arguments), its policy and its environment, all owned by the identity it runs as."""
     a = job["attack"]
     clear_descendants(set())  # nothing of an earlier run may count as this one's
     uid, gid = job["uid"], job["gid"]
@@ -501,7 +587,58 @@ def _run_job(job: dict) -> dict:
     exec_token = f"EXEC-{os.urandom(6).hex()}"
     # Attack code and its arguments, readable by the tool.
     shutil.copytree(ATTACKS_DIR, work / "attacks", ignore=shutil.ignore_patterns("__pycache__"))
-    # Canaries and secrets outside every grant.
+    _plant(a, work, ws, outside, state, tok, secret, exec_token)
+    ports = {"GRANTED_PORT": free_port(), "BIND_PORT": free_port(), "UNGRANTED_PORT": free_port()}
+    policy = poldir / "policy.yaml"
+    if a["policy"] != "default":
+        policy.write_text(policy_text(a["policy"], ports))
+    else:
+        policy.write_text("# the embedded default policy is used\n")
+    subprocess.run(["chown", "-R", f"{uid}:{gid}", str(base)], check=True)
+    os.chmod(oracle, 0o700)
+
+    args: dict = {
+        "work": str(work),
+        "ws": str(ws),
+        "outside": str(outside),
+        "canary": str(outside / "canary.txt"),
+        "secret_path": str(outside / "secret.txt"),
+        "marker": str(work / "bin" / "marker"),
+        "marker_sh": str(work / "bin" / "marker.sh"),
+        "policy": str(policy),
+        "state": str(state),
+        "ports": ports,
+        "tok": tok,
+        "ipc_key": int(tok[:7], 16),
+    }
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(state / "home"),
+        "XDG_CACHE_HOME": str(state / "cache"),
+        "XDG_STATE_HOME": str(state / "state"),
+        "PYTHONPATH": job["pythonpath"],
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+        "CVG_ESCAPE_SECRET": secret,
+        "AWS_SECRET_ACCESS_KEY": secret,
+    }
+    if job["abi"] is not None and job["abi_sim"]:
+        env["CVG_LANDLOCK_ABI_MAX"] = str(job["abi"])
+    if a["extra"].get("home"):
+        env["HOME"] = str(work)
+    saved_nices = probes.user_nices(uid) if a["extra"].get("renice_all") else {}
+    sysv_before = probes.sysv_objects()
+    return Attempt(
+        job, a, uid, gid, base, tok, secret, exec_token, ports, policy, args, env,
+        saved_nices, sysv_before,
+    )  # fmt: skip
+
+
+def _plant(
+    a: dict, work: Path, ws: Path, outside: Path, state: Path, tok: str, secret: str,
+    exec_token: str,
+) -> None:  # fmt: skip
+    """Canaries and secrets outside every grant, the marker programs, seeded state."""
     (outside / "canary.txt").write_text(f"canary {tok}\n")
     (outside / "secret.txt").write_text(secret + "\n")
     (outside / "dir").mkdir()
@@ -539,586 +676,658 @@ def _run_job(job: dict) -> dict:
         (ws / "data" / "note.txt").write_text("granted data\n")
     if a["oracle"] == "secret" and extra.get("watch"):
         (outside / "watched").mkdir()
-    ports = {"GRANTED_PORT": free_port(), "BIND_PORT": free_port(), "UNGRANTED_PORT": free_port()}
-    policy = poldir / "policy.yaml"
+
+
+def _arrange(at: Attempt) -> None:
+    """What the oracle watches (sinks, sentinels, inherited descriptors, a terminal,
+    the census's plants), the arguments file and the command; a first run when the
+    attack needs two; the state before the judged run."""
+    _listen(at)
+    if at.extra.get("sentinel") or at.oracle_kind in ("sentinel", "sentinel-attrs"):
+        _start_sentinel(at)
+    _inherit(at)
+    if at.oracle_kind in ("tty", "tty-hangup"):
+        _open_terminal(at)
+    work, state = at.dir("work"), at.dir("state")
+    at.census_pre = census_prepare(
+        at.a, args=at.args, outside=at.dir("outside"), secret=at.secret, tok=at.tok,
+        base=at.base, demote=at.demote,
+    )  # fmt: skip
+    (work / "args.json").write_text(json.dumps(at.args))
+    os.chown(work / "args.json", at.uid, at.gid)
+    at.cmd = _command(at)
+    if at.extra.get("runs") == 2:
+        _first_run(at)
+    at.records_before = set(os.listdir(state / "state/cvg/runs"))
+    if at.oracle_kind == "shmem":
+        probes.settle_shmem()  # the previous run's memory may still be being freed
+    at.shmem_before = probes.shmem_kb()
+    at.before = snapshot([at.dir("outside"), work, at.dir("poldir"), state])
+
+
+def _listen(at: Attempt) -> None:
+    """The listeners outside the sandbox that the network oracles read."""
+    oracle_kind, outside, tok = at.oracle_kind, at.dir("outside"), at.tok
+    if oracle_kind in SINK_ORACLES:
+        kind = {"inherit-socket": "tcp"}.get(oracle_kind, oracle_kind)
+        addr = None
+        if kind == "unix":
+            addr = str(outside / "sink.sock")
+        elif kind == "unixdgram":
+            addr = str(outside / "sink.dgram")
+        elif kind in ("abstract", "abstractdgram"):
+            addr = f"\0cvg-escape-{tok}"
+        at.sinks["main"] = Sink(kind, addr)
+        if kind in ("unix", "unixdgram"):
+            os.chown(addr, at.uid, at.gid)
+        abstract = kind in ("abstract", "abstractdgram")
+        at.args["sink"] = f"@cvg-escape-{tok}" if abstract else at.sinks["main"].addr
+    if oracle_kind == "hosts":
+        at.sinks["main"] = Sink("tcp", ("127.0.0.2", at.ports["GRANTED_PORT"]))
+        at.args["sink"] = at.sinks["main"].addr
+    if oracle_kind == "secret-port":
+        at.sinks["hidden"] = Sink("tcp", ("127.0.0.1", 0))
+        at.args["hint"] = "find a listening TCP socket you were not told about"
+
+
+def _start_sentinel(at: Attempt) -> None:
+    """A process of the same user outside the sandbox, for the attack to reach for."""
+    oracle, outside = at.dir("oracle"), at.dir("outside")
+    netns = at.extra.get("sentinel") == "netns"
+    ipc = at.extra.get("sentinel") == "ipc"
+    # "info": in the runner's own session and process group, so that the ids a
+    # tool reads are not its pid again
+    info_mode = at.extra.get("sentinel") == "info"
+    info_path = oracle / "sentinel.json"
+    at.sentinels.append(
+        subprocess.Popen(
+            [
+                PY,
+                str(Path(at.job["support"]) / "sentinel.py"),
+                str(oracle / "sentinel.log"),
+                str(info_path),
+                str(outside / "secret.txt"),
+                *(["--netns"] if netns else []),
+                *(["--ipc"] if ipc else []),
+            ],
+            env={"CVG_SENTINEL_SECRET": at.secret, "PATH": "/usr/bin"},
+            preexec_fn=at.demote,
+            start_new_session=not info_mode,
+            stdin=subprocess.DEVNULL,
+        )
+    )
+    t_end = time.time() + 10
+    while not info_path.exists() and time.time() < t_end:
+        time.sleep(0.01)
+    at.args["sentinel"] = json.loads(info_path.read_text())
+    if info_mode:
+        shape_sentinel(at.args["sentinel"]["pid"])
+    at.attrs_before = sentinel_attrs(at.args["sentinel"]["pid"])
+
+
+def _inherit(at: Attempt) -> None:
+    """Descriptors the tool is started holding: a secret file and its directory, or a
+    socket connected to the sink."""
+    outside = at.dir("outside")
+    if at.oracle_kind == "secret" and at.extra.get("inherit"):
+        fd = os.open(outside / "secret.txt", os.O_RDONLY)
+        dfd = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
+        at.fds_to_pass += [fd, dfd]
+        at.args["inherited"] = {"file": fd, "dir": dfd}
+    if at.oracle_kind == "inherit-socket":
+        c = socket.create_connection(at.sinks["main"].addr)
+        at.fds_to_pass.append(c.detach())
+        at.args["inherited"] = {"socket": at.fds_to_pass[-1]}
+
+
+def _open_terminal(at: Attempt) -> None:
+    """A raw pseudo-terminal, no echo, owned by the tool's user: its controlling one."""
+    import termios
+    import tty
+
+    at.pty_master, at.pty_slave = os.openpty()
+    tty.setraw(at.pty_slave)
+    attrs = termios.tcgetattr(at.pty_slave)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(at.pty_slave, termios.TCSANOW, attrs)
+    os.chown(os.ttyname(at.pty_slave), at.uid, at.gid)
+    at.args["inject"] = f"echo INJECTED-{at.tok}\n"
+
+
+def _command(at: Attempt) -> list:
+    """The attack under passthru (the baseline) or under cvg-run."""
+    work, job, a = at.dir("work"), at.job, at.a
+    attack_cmd = [
+        PY,
+        str(work / "attacks" / f"{a['module']}.py"),
+        a["name"],
+        str(work / "args.json"),
+    ]
+    if job["abi"] is None:
+        shutil.copy(Path(job["support"]) / "passthru.py", at.base / "passthru.py")
+        return [PY, str(at.base / "passthru.py"), "--", *attack_cmd]
+    cmd = [PY, "-c", CVG_MAIN]
     if a["policy"] != "default":
-        policy.write_text(policy_text(a["policy"], ports))
-    else:
-        policy.write_text("# the embedded default policy is used\n")
-    subprocess.run(["chown", "-R", f"{uid}:{gid}", str(base)], check=True)
-    os.chmod(oracle, 0o700)
+        cmd += ["-p", str(at.policy)]
+        if job["abi"] < 6 and not at.extra.get("no_degraded"):
+            cmd.append("--allow-degraded")
+    return [*cmd, "--", *attack_cmd]
 
-    oracle_kind = a["oracle"]
-    args: dict = {
-        "work": str(work),
-        "ws": str(ws),
-        "outside": str(outside),
-        "canary": str(outside / "canary.txt"),
-        "secret_path": str(outside / "secret.txt"),
-        "marker": str(work / "bin" / "marker"),
-        "marker_sh": str(work / "bin" / "marker.sh"),
-        "policy": str(policy),
-        "state": str(state),
-        "ports": ports,
-        "tok": tok,
-        "ipc_key": int(tok[:7], 16),
-    }
-    sinks: dict[str, Sink] = {}
-    sentinels: list[subprocess.Popen] = []
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(state / "home"),
-        "XDG_CACHE_HOME": str(state / "cache"),
-        "XDG_STATE_HOME": str(state / "state"),
-        "PYTHONPATH": job["pythonpath"],
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "LANG": "C.UTF-8",
-        "CVG_ESCAPE_SECRET": secret,
-        "AWS_SECRET_ACCESS_KEY": secret,
-    }
-    if job["abi"] is not None and job["abi_sim"]:
-        env["CVG_LANDLOCK_ABI_MAX"] = str(job["abi"])
-    if extra.get("home"):
-        env["HOME"] = str(work)
-    saved_nices = probes.user_nices(uid) if extra.get("renice_all") else {}
-    sysv_before = probes.sysv_objects()
 
-    def demote():
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
-
-    try:
-        if oracle_kind in SINK_ORACLES:
-            kind = {"inherit-socket": "tcp"}.get(oracle_kind, oracle_kind)
-            addr = None
-            if kind == "unix":
-                addr = str(outside / "sink.sock")
-            elif kind == "unixdgram":
-                addr = str(outside / "sink.dgram")
-            elif kind in ("abstract", "abstractdgram"):
-                addr = f"\0cvg-escape-{tok}"
-            sinks["main"] = Sink(kind, addr)
-            if kind in ("unix", "unixdgram"):
-                os.chown(addr, uid, gid)
-            abstract = kind in ("abstract", "abstractdgram")
-            args["sink"] = f"@cvg-escape-{tok}" if abstract else sinks["main"].addr
-        if oracle_kind == "hosts":
-            sinks["main"] = Sink("tcp", ("127.0.0.2", ports["GRANTED_PORT"]))
-            args["sink"] = sinks["main"].addr
-        if oracle_kind == "secret-port":
-            sinks["hidden"] = Sink("tcp", ("127.0.0.1", 0))
-            args["hint"] = "find a listening TCP socket you were not told about"
-        if a["extra"].get("sentinel") or oracle_kind in ("sentinel", "sentinel-attrs"):
-            netns = a["extra"].get("sentinel") == "netns"
-            ipc = a["extra"].get("sentinel") == "ipc"
-            # "info": in the runner's own session and process group, so that the ids a
-            # tool reads are not its pid again
-            info_mode = a["extra"].get("sentinel") == "info"
-            info_path = oracle / "sentinel.json"
-            sentinels.append(
-                subprocess.Popen(
-                    [
-                        PY,
-                        str(Path(job["support"]) / "sentinel.py"),
-                        str(oracle / "sentinel.log"),
-                        str(info_path),
-                        str(outside / "secret.txt"),
-                        *(["--netns"] if netns else []),
-                        *(["--ipc"] if ipc else []),
-                    ],
-                    env={"CVG_SENTINEL_SECRET": secret, "PATH": "/usr/bin"},
-                    preexec_fn=demote,
-                    start_new_session=not info_mode,
-                    stdin=subprocess.DEVNULL,
-                )
-            )
-            t_end = time.time() + 10
-            while not info_path.exists() and time.time() < t_end:
-                time.sleep(0.01)
-            args["sentinel"] = json.loads(info_path.read_text())
-            if info_mode:
-                shape_sentinel(args["sentinel"]["pid"])
-            attrs_before = sentinel_attrs(args["sentinel"]["pid"])
-        fds_to_pass = []
-        if oracle_kind == "secret" and a["extra"].get("inherit"):
-            fd = os.open(outside / "secret.txt", os.O_RDONLY)
-            dfd = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
-            fds_to_pass += [fd, dfd]
-            args["inherited"] = {"file": fd, "dir": dfd}
-        if oracle_kind == "inherit-socket":
-            c = socket.create_connection(sinks["main"].addr)
-            fds_to_pass.append(c.detach())
-            args["inherited"] = {"socket": fds_to_pass[-1]}
-        pty_master = pty_slave = None
-        if oracle_kind in ("tty", "tty-hangup"):
-            import termios
-            import tty
-
-            pty_master, pty_slave = os.openpty()
-            tty.setraw(pty_slave)
-            attrs = termios.tcgetattr(pty_slave)
-            attrs[3] &= ~termios.ECHO
-            termios.tcsetattr(pty_slave, termios.TCSANOW, attrs)
-            os.chown(os.ttyname(pty_slave), uid, gid)
-            args["inject"] = f"echo INJECTED-{tok}\n"
-        census_pre = census_prepare(
-            a, args=args, outside=outside, secret=secret, tok=tok, base=base, demote=demote
-        )
-        (work / "args.json").write_text(json.dumps(args))
-        os.chown(work / "args.json", uid, gid)
-
-        attack_cmd = [
-            PY,
-            str(work / "attacks" / f"{a['module']}.py"),
-            a["name"],
-            str(work / "args.json"),
-        ]
-        if job["abi"] is None:
-            shutil.copy(Path(job["support"]) / "passthru.py", base / "passthru.py")
-            cmd = [PY, str(base / "passthru.py"), "--", *attack_cmd]
-        else:
-            cmd = [PY, "-c", CVG_MAIN]
-            if a["policy"] != "default":
-                cmd += ["-p", str(policy)]
-                if job["abi"] < 6 and not extra.get("no_degraded"):
-                    cmd.append("--allow-degraded")
-            cmd += ["--", *attack_cmd]
-
-        run1 = None
-        if extra.get("runs") == 2:
-            # The first run prepares what the second exploits: same policy, same
-            # plan cache, same state directories. Only the second run is judged.
-            for n in (1, 2):
-                (work / "args.json").write_text(json.dumps({**args, "run": n}))
-                if n == 1:
-                    r1 = subprocess.run(
-                        cmd,
-                        cwd=work,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        capture_output=True,
-                        preexec_fn=lambda: (os.setsid(), demote()),
-                        timeout=HARD_TIMEOUT,
-                    )
-                    run1 = r1.returncode
-            reap_all()
-        records_before = set(os.listdir(state / "state/cvg/runs"))
-        if oracle_kind == "shmem":
-            probes.settle_shmem()  # the previous run's memory may still be being freed
-        shmem_before = probes.shmem_kb()
-        before = snapshot([outside, work, poldir, state])
-
-        def preexec():
-            os.setsid()
-            if pty_slave is not None:
-                import fcntl
-                import termios
-
-                fcntl.ioctl(pty_slave, termios.TIOCSCTTY, 0)
-            demote()
-
-        out_f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the job)
-        err_f = tempfile.TemporaryFile()  # noqa: SIM115
-        t0 = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=work,
-            env=env,
-            stdin=pty_slave if pty_slave is not None else subprocess.DEVNULL,
-            stdout=out_f,
-            stderr=err_f,
-            pass_fds=fds_to_pass,
-            preexec_fn=preexec,
-        )
-        for fd in fds_to_pass:
-            os.close(fd)
-        sentinel_pids = {s.pid for s in sentinels}
-        me = os.getpid()
-        base_ns = ns_of(me)
-        obs = {
-            "max_procs_late": 0,
-            "max_rss_kb": 0,
-            "max_rss_late_kb": 0,
-            "max_fds": 0,
-            "ns": [],
-            "kobj": set(),
-            "traced": [],
-            "stopped": [],
-            "cpu": {},
-            "bind": False,
-            "sup_state": set(),
-            "alive_late": [],
-            "max_tasks_late": 0,
-            "shmem_peak": shmem_before,
-            "shmem_late": shmem_before,
-            "autobind": None,
-            "watched": False,
-            "sup_nofile": [],
-            "personality": [],
-            "ipc_during": None,
-            "ipc_sampled": 0.0,
-        }
-        hold = a["hold"]
-        status = rusage = t_tool = None
-        sup_own = 0
-        lim = a["extra"].get("limits", {})
-        while True:
-            now = time.monotonic() - t0
-            if status is None:
-                pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    status, rusage = st, ru
-                    proc.returncode = os.waitstatus_to_exitcode(st)
-            else:
-                reap_all()
-            tool = [p for p in descendants(me) if p not in sentinel_pids and p != proc.pid]
-            if tool and t_tool is None:
-                t_tool = now  # limits count from the tool's start, not cvg-run's
-            since = now - t_tool if t_tool is not None else 0.0
-            # A sample of everything the oracles watch.
-            rss = 0
-            for p in tool:
-                n = ns_of(p)
-                for k, v in n.items():
-                    if base_ns.get(k) != v and (k, v) not in obs["ns"]:
-                        obs["ns"].append((k, v))
-                obs["kobj"] |= kobjs_of(p)
-                try:
-                    rss += int(status_field(p, "VmRSS").split()[0] or 0)
-                except (ValueError, IndexError):
-                    pass
-                obs["max_fds"] = max(obs["max_fds"], fd_count(p))
-                own, reaped = cpu_ticks(p)
-                old = obs["cpu"].get(p, (0, 0))
-                obs["cpu"][p] = (max(own, old[0]), max(reaped, old[1]))
-            obs["max_rss_kb"] = max(obs["max_rss_kb"], rss)
-            if since >= lim.get("late", 1.5):
-                obs["max_procs_late"] = max(obs["max_procs_late"], len(tool))
-                obs["max_rss_late_kb"] = max(obs["max_rss_late_kb"], rss)
-            if "wall" in lim and since >= lim["wall"] and tool and not obs["alive_late"]:
-                obs["alive_late"] = [
-                    (p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80]) for p in tool
-                ]
-            for s in sentinels:
-                tp = status_field(s.pid, "TracerPid")
-                if tp not in ("", "0"):
-                    obs["traced"].append(tp)
-                if status_field(s.pid, "State")[:1] in ("T", "t"):
-                    obs["stopped"].append(s.pid)
-            if status is None:
-                sup_own = cpu_ticks(proc.pid)[0] or sup_own
-                st = status_field(proc.pid, "State")[:1]
-                if st in ("T", "t"):
-                    obs["sup_state"].add("stopped")
-                if status_field(proc.pid, "TracerPid") not in ("", "0"):
-                    obs["sup_state"].add("traced")
-            if oracle_kind == "tasks" and since >= lim.get("late", 1.5):
-                tasks = sum(task_count(p) for p in tool)
-                obs["max_tasks_late"] = max(obs["max_tasks_late"], tasks)
-            if oracle_kind == "shmem":
-                kb = probes.shmem_kb()
-                obs["shmem_peak"] = max(obs["shmem_peak"], kb)
-                if since >= lim.get("late", 1.5):
-                    obs["shmem_late"] = max(obs["shmem_late"], kb)
-            if oracle_kind == "supervisor-fate" and status is None:
-                nofile = status_limit(proc.pid, "Max open files")
-                if nofile and nofile not in obs["sup_nofile"]:
-                    obs["sup_nofile"].append(nofile)
-            if oracle_kind == "personality":
-                for p in tool:
-                    v = read(f"/proc/{p}/personality").strip()
-                    if v and int(v, 16) & PERSONALITY_FLAGS and v not in obs["personality"]:
-                        obs["personality"].append(v)
-            if (
-                oracle_kind == "sentinel-ipc"
-                and t_tool is not None
-                and obs["ipc_during"] is None
-                and now - obs["ipc_sampled"] >= 0.3
-            ):
-                obs["ipc_sampled"] = now
-                st = ipc_state(args["sentinel"], base)
-                if st != census_pre["ipc"]:
-                    obs["ipc_during"] = st
-            if oracle_kind == "autobind" and obs["autobind"] is None:
-                obs["autobind"] = probe_reported_port(out_f, ports["BIND_PORT"])
-            if (
-                extra.get("watch")
-                and not obs["watched"]
-                and t_tool is not None
-                and (b"WATCHING" in os.pread(out_f.fileno(), 4096, 0) or since > 4)
-            ):
-                (outside / "watched" / secret).write_text("")
-                obs["watched"] = True
-            if oracle_kind == "bind" and not obs["bind"]:
-                try:
-                    c = socket.create_connection(
-                        ("127.0.0.1", ports["UNGRANTED_PORT"]), timeout=0.1
-                    )
-                    c.close()
-                    obs["bind"] = True
-                except OSError:
-                    pass
-            if status is not None and (t_tool is None or since >= hold):
-                break
-            deadline = a["extra"].get("deadline")
-            if deadline and since > deadline and status is None:
-                kill_pids([proc.pid, *tool])  # the attack has been judged; end it
-            if now > max(HARD_TIMEOUT, hold + 5):
-                kill_pids([proc.pid, *tool])
-                obs["timeout"] = True
-            time.sleep(SAMPLE)
-        # The process table after the run: anything of the tool's still alive?
-        time.sleep(0.05)
-        reap_all()
-        leftovers = [
-            (p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80])
-            for p in descendants(me)
-            if p not in sentinel_pids
-        ]
-        clear_descendants(sentinel_pids)
-        if sinks:
-            time.sleep(0.05)  # let the sink threads take the last bytes
-        out_f.seek(0)
-        err_f.seek(0)
-        stdout = out_f.read().decode(errors="replace")
-        stderr = err_f.read().decode(errors="replace")
-        after = snapshot([outside, work, poldir, state])
-        # CPU of the tool's own processes, sampled from /proc (not cvg-run's own).
-        # (the processes' own time, or one process's own plus its reaped children's).
-        per = obs["cpu"].values()
-        ticks = max(sum(o for o, _ in per), max((o + r for o, r in per), default=0))
-        cpu = ticks / os.sysconf("SC_CLK_TCK")
-        if rusage is not None:
-            # Or: everything the supervisor (cvg-run, or the baseline's passthru) and
-            # the processes it reaped used, minus its own last-sampled time.
-            total = rusage.ru_utime + rusage.ru_stime
-            cpu = max(cpu, total - sup_own / os.sysconf("SC_CLK_TCK"))
-
-        # ---- the verdict, by the attack's oracle
-        fired, evidence = False, ""
-        new_ok = (
-            str(state / "cache/cvg/plans/"),
-            str(state / "state/cvg/runs/"),
-            str(outside / "sink."),
-        )
-        if oracle_kind == "canary":
-            changes = diff_snapshots(before, after, new_ok)
-            fired, evidence = bool(changes), "; ".join(changes)[:300] or "canaries unchanged"
-        elif oracle_kind == "secret":
-            fired = secret in stdout or secret in stderr
-            evidence = "secret token in the output" if fired else "secret token not in the output"
-        elif oracle_kind == "exec":
-            fired = exec_token in stdout
-            evidence = (
-                "ungranted program's token in the output"
-                if fired
-                else "no exec token in the output"
-            )
-        elif oracle_kind == "secret-port":
-            port = sinks["hidden"].addr[1]
-            fired = f"port={port}" in stdout
-            evidence = (
-                f"hidden listener port {port} {'found' if fired else 'not found'} in the output"
-            )
-        elif oracle_kind in (*SINK_ORACLES, "hosts"):
-            got = sinks["main"].received
-            fired = bool(got)
-            evidence = f"sink received {len(got)} bytes" if fired else "sink received nothing"
-        elif oracle_kind == "bind":
-            fired = obs["bind"]
-            verb = "accepted" if fired else "refused"
-            evidence = f"ungranted port {ports['UNGRANTED_PORT']} {verb} an outside connection"
-        elif oracle_kind == "sentinel":
-            log = read(str(oracle / "sentinel.log")).strip()
-            dead = [s.pid for s in sentinels if s.poll() is not None]
-            parts = []
-            if log:
-                parts.append("sentinel log: " + log.replace("\n", ", ")[:120])
-            if dead:
-                parts.append("sentinel died")
-            if obs["traced"]:
-                parts.append(f"sentinel traced by {obs['traced'][0]}")
-            if obs["stopped"]:
-                parts.append("sentinel stopped")
-            fired = bool(parts)
-            evidence = "; ".join(parts) or "sentinel untouched"
-        elif oracle_kind == "supervisor":
-            parts = sorted(obs["sup_state"])
-            if status is not None and os.WIFSIGNALED(status):
-                parts.append(f"supervisor killed by signal {os.WTERMSIG(status)}")
-            fired = bool(parts)
-            evidence = "; ".join(parts) or f"supervisor exited normally ({proc.returncode})"
-        elif oracle_kind == "leftover":
-            fired = bool(leftovers)
-            evidence = (
-                f"{len(leftovers)} process(es) alive after the run: {leftovers[0][1]}"
-                if fired
-                else "no process left after the run"
-            )
-        elif oracle_kind == "procs":
-            n = obs["max_procs_late"]
-            fired = n > lim["processes"]
-            evidence = (
-                f"{n} tool processes alive {lim.get('late', 1.5)} s in (limit {lim['processes']})"
-            )
-        elif oracle_kind == "rss":
-            # Like the process count, the tree's memory total is enforced by a sampling
-            # supervisor (README: "Tree-wide limits are sampled"): what counts is memory
-            # still held once it has had time to act, as for max_procs_late.
-            mb = obs["max_rss_late_kb"] / 1024
-            fired = mb > lim["memory_mb"]
-            evidence = (
-                f"resident memory of the tool's processes {lim.get('late', 1.5)} s in: "
-                f"{mb:.0f} MiB (limit {lim['memory_mb']}; peak {obs['max_rss_kb'] / 1024:.0f})"
-            )
-        elif oracle_kind == "cpu":
-            fired = cpu > lim["cpu_seconds"] + 0.5
-            evidence = f"{cpu:.1f} s CPU used (limit {lim['cpu_seconds']})"
-            if os.environ.get("CVG_ESCAPE_DEBUG"):
-                evidence += f" rusage={rusage} sup_own={sup_own} per={obs['cpu']}"
-        elif oracle_kind == "fds":
-            fired = obs["max_fds"] > lim["open_files"]
-            evidence = (
-                f"{obs['max_fds']} descriptors open in one process (limit {lim['open_files']})"
-            )
-        elif oracle_kind == "fsize":
-            sizes = [p.stat().st_size for p in ws.rglob("*") if p.is_file()]
-            big = max(sizes, default=0) / 2**20
-            fired = big > lim["file_size_mb"]
-            evidence = f"largest file written {big:.1f} MiB (limit {lim['file_size_mb']})"
-        elif oracle_kind == "wall":
-            fired = bool(obs["alive_late"])
-            evidence = (
-                f"still running {lim['wall']} s in: {obs['alive_late'][0][1]}"
-                if fired
-                else f"nothing of the tool alive {lim['wall']} s in"
-            )
-        elif oracle_kind == "ns":
-            fired = bool(obs["ns"])
-            evidence = (
-                f"tool process in {obs['ns'][0][0]} {obs['ns'][0][1]}"
-                if fired
-                else "no namespace or root change seen"
-            )
-        elif oracle_kind == "kobj":
-            fired = bool(obs["kobj"])
-            evidence = (
-                f"tool held {sorted(obs['kobj'])[0]}"
-                if fired
-                else "no bpf/perf/userfaultfd/io_uring object seen"
-            )
-        elif oracle_kind == "mount":
-            mounts = [
-                line for line in read("/proc/self/mountinfo").splitlines() if str(base) in line
-            ]
-            fired = bool(mounts)
-            evidence = f"{len(mounts)} mount(s) under the attack directory"
-            for m in mounts:
-                subprocess.run(["umount", "-l", m.split()[4]], check=False)
-        elif oracle_kind == "keys":
-            keys = subprocess.run(
-                [PY, "-c", "print(open('/proc/keys').read())"],
+def _first_run(at: Attempt) -> None:
+    """The first run prepares what the second exploits: same policy, same plan
+    cache, same state directories. Only the second run is judged."""
+    work = at.dir("work")
+    for n in (1, 2):
+        (work / "args.json").write_text(json.dumps({**at.args, "run": n}))
+        if n == 1:
+            r1 = subprocess.run(
+                at.cmd,
+                cwd=work,
+                env=at.env,
+                stdin=subprocess.DEVNULL,
                 capture_output=True,
-                text=True,
-                preexec_fn=demote,
-            ).stdout
-            mine = [k for k in keys.splitlines() if f"cvg-escape-{tok}" in k]
-            fired = bool(mine)
-            evidence = f"{len(mine)} key(s) named cvg-escape-{tok} in the user's keyrings"
-            for k in mine:
-                kid = int(k.split()[0], 16)
-                subprocess.run(
-                    [PY, "-c", f"import ctypes; ctypes.CDLL(None).syscall(250, 21, {kid})"],
-                    preexec_fn=demote,
-                    check=False,
-                )  # keyctl(KEYCTL_INVALIDATE, id): the key would outlive the run
-        elif oracle_kind in NEW_ORACLES:
-            fired, evidence = judge_more(
-                oracle_kind,
-                obs=obs,
-                lim=lim,
-                args=args,
-                ports=ports,
-                stdout=stdout,
-                status=status,
-                leftovers=leftovers,
-                sentinels=sentinels,
-                attrs_before=locals().get("attrs_before", {}),
-                shmem_before=shmem_before,
-                new_records=set(os.listdir(state / "state/cvg/runs")) - records_before,
-                sandboxed=job["abi"] is not None,
+                preexec_fn=lambda: (os.setsid(), at.demote()),
+                timeout=HARD_TIMEOUT,
             )
-        elif oracle_kind in CENSUS_ORACLES:
-            fired, evidence = judge_census(
-                oracle_kind,
-                pre=census_pre,
-                obs=obs,
-                args=args,
-                stdout=stdout,
-                base=base,
-                pty_slave=pty_slave,
-            )
-        elif oracle_kind == "tty":
-            os.set_blocking(pty_slave, False)
-            try:
-                got = os.read(pty_slave, 4096)
-            except OSError:
-                got = b""
-            fired = f"INJECTED-{tok}".encode() in got
-            evidence = (
-                "bytes injected into the terminal's input" if fired else "terminal input untouched"
-            )
+            at.run1 = r1.returncode
+    reap_all()
+
+
+def _start(at: Attempt) -> None:
+    """Start the judged run, in a session of its own, as the tool's user."""
+    pty_slave = at.pty_slave
+
+    def preexec():
+        os.setsid()
+        if pty_slave is not None:
+            import fcntl
+            import termios
+
+            fcntl.ioctl(pty_slave, termios.TIOCSCTTY, 0)
+        at.demote()
+
+    at.out_f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the job)
+    at.err_f = tempfile.TemporaryFile()  # noqa: SIM115
+    at.t0 = time.monotonic()
+    at.proc = subprocess.Popen(
+        at.cmd,
+        cwd=at.dir("work"),
+        env=at.env,
+        stdin=pty_slave if pty_slave is not None else subprocess.DEVNULL,
+        stdout=at.out_f,
+        stderr=at.err_f,
+        pass_fds=at.fds_to_pass,
+        preexec_fn=preexec,
+    )
+    for fd in at.fds_to_pass:
+        os.close(fd)
+    at.sentinel_pids = {s.pid for s in at.sentinels}
+
+
+def _observe(at: Attempt) -> None:
+    """Sample, every SAMPLE seconds, everything the oracles watch, until the run has
+    ended and been held for the attack's ``hold`` (or is ended at a deadline)."""
+    me = os.getpid()
+    base_ns = ns_of(me)
+    at.obs = {
+        "max_procs_late": 0,
+        "max_rss_kb": 0,
+        "max_rss_late_kb": 0,
+        "max_fds": 0,
+        "ns": [],
+        "kobj": set(),
+        "traced": [],
+        "stopped": [],
+        "cpu": {},
+        "bind": False,
+        "sup_state": set(),
+        "alive_late": [],
+        "max_tasks_late": 0,
+        "shmem_peak": at.shmem_before,
+        "shmem_late": at.shmem_before,
+        "autobind": None,
+        "watched": False,
+        "sup_nofile": [],
+        "personality": [],
+        "ipc_during": None,
+        "ipc_sampled": 0.0,
+    }
+    obs, proc, hold = at.obs, at.proc, at.a["hold"]
+    t_tool = None
+    while True:
+        now = time.monotonic() - at.t0
+        if at.status is None:
+            pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                at.status, at.rusage = st, ru
+                proc.returncode = os.waitstatus_to_exitcode(st)
         else:
-            evidence = f"unknown oracle {oracle_kind}"
-        if run1 is not None:
-            evidence += f" (second run; the first exited {run1})"
-        refused = job["abi"] is not None and proc.returncode == REFUSED
-        if refused and not fired:
-            last = (stderr.strip().splitlines() or [""])[-1][:120]
-            evidence = f"refused: cvg-run exited {REFUSED} without starting the tool ({last})"
-        return {
-            "refused": refused,
-            "fired": fired,
-            "evidence": evidence,
-            "status": proc.returncode,
-            "stderr": stderr[-400:],
-            "seconds": round(time.monotonic() - t0, 2),
-            "timeout": obs.get("timeout", False),
-        }
-    finally:
-        for s in sentinels:
-            s.kill()
-            s.wait()
-        # SysV objects and POSIX queues outlive their processes: the sentinel's, and
-        # any the attack made under its key.
-        sent = args.get("sentinel", {}) if "args" in locals() else {}
-        for k, key in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
-            if key in sent:
-                probes.sysv_remove(k, sent[key])
-        if "mq" in sent:
-            probes.mq_unlink(sent["mq"])
-        if "args" in locals():
-            for k, objs in probes.sysv_objects().items():
-                for i, key in objs.items():
-                    if key == args["ipc_key"] and i not in sysv_before.get(k, {}):
-                        probes.sysv_remove(k, i)
-        if "census_pre" in locals():
-            census_cleanup(census_pre, demote)
-        if "saved_nices" in locals() and saved_nices:
-            probes.restore_nices(saved_nices)
-        for s in sinks.values():
-            s.close()
-        clear_descendants(set())
-        if "pty_master" in locals() and pty_master is not None:
-            os.close(pty_master)
-            os.close(pty_slave)
-        for line in read("/proc/self/mountinfo").splitlines():
-            if str(base) in line:
-                subprocess.run(["umount", "-l", line.split()[4]], check=False)
-        subprocess.run(["chattr", "-R", "-i", str(base)], capture_output=True, check=False)
-        subprocess.run(["chmod", "-R", "u+rwX", str(base)], capture_output=True, check=False)
-        shutil.rmtree(base, ignore_errors=True)
+            reap_all()
+        tool = [p for p in descendants(me) if p not in at.sentinel_pids and p != proc.pid]
+        if tool and t_tool is None:
+            t_tool = now  # limits count from the tool's start, not cvg-run's
+        since = now - t_tool if t_tool is not None else 0.0
+        _sample_tool(at, tool, base_ns, since)
+        _sample_outside(at)
+        _sample_oracle(at, tool, now, since, started=t_tool is not None)
+        if at.status is not None and (t_tool is None or since >= hold):
+            break
+        deadline = at.extra.get("deadline")
+        if deadline and since > deadline and at.status is None:
+            kill_pids([proc.pid, *tool])  # the attack has been judged; end it
+        if now > max(HARD_TIMEOUT, hold + 5):
+            kill_pids([proc.pid, *tool])
+            obs["timeout"] = True
+        time.sleep(SAMPLE)
+
+
+def _sample_tool(at: Attempt, tool: list[int], base_ns: dict, since: float) -> None:
+    """The tool's processes: namespaces, kernel objects, memory, descriptors, CPU."""
+    obs, lim = at.obs, at.lim
+    rss = 0
+    for p in tool:
+        n = ns_of(p)
+        for k, v in n.items():
+            if base_ns.get(k) != v and (k, v) not in obs["ns"]:
+                obs["ns"].append((k, v))
+        obs["kobj"] |= kobjs_of(p)
+        try:
+            rss += int(status_field(p, "VmRSS").split()[0] or 0)
+        except (ValueError, IndexError):
+            pass
+        obs["max_fds"] = max(obs["max_fds"], fd_count(p))
+        own, reaped = cpu_ticks(p)
+        old = obs["cpu"].get(p, (0, 0))
+        obs["cpu"][p] = (max(own, old[0]), max(reaped, old[1]))
+    obs["max_rss_kb"] = max(obs["max_rss_kb"], rss)
+    if since >= lim.get("late", 1.5):
+        obs["max_procs_late"] = max(obs["max_procs_late"], len(tool))
+        obs["max_rss_late_kb"] = max(obs["max_rss_late_kb"], rss)
+    if "wall" in lim and since >= lim["wall"] and tool and not obs["alive_late"]:
+        obs["alive_late"] = [(p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80]) for p in tool]
+
+
+def _sample_outside(at: Attempt) -> None:
+    """The sentinels and the supervisor: traced or stopped, and its own CPU time."""
+    obs, proc = at.obs, at.proc
+    for s in at.sentinels:
+        tp = status_field(s.pid, "TracerPid")
+        if tp not in ("", "0"):
+            obs["traced"].append(tp)
+        if status_field(s.pid, "State")[:1] in ("T", "t"):
+            obs["stopped"].append(s.pid)
+    if at.status is None:
+        at.sup_own = cpu_ticks(proc.pid)[0] or at.sup_own
+        st = status_field(proc.pid, "State")[:1]
+        if st in ("T", "t"):
+            obs["sup_state"].add("stopped")
+        if status_field(proc.pid, "TracerPid") not in ("", "0"):
+            obs["sup_state"].add("traced")
+
+
+def _sample_oracle(
+    at: Attempt, tool: list[int], now: float, since: float, *, started: bool
+) -> None:
+    """What only some oracles watch while the run goes on."""
+    obs, lim, kind, proc = at.obs, at.lim, at.oracle_kind, at.proc
+    if kind == "tasks" and since >= lim.get("late", 1.5):
+        tasks = sum(task_count(p) for p in tool)
+        obs["max_tasks_late"] = max(obs["max_tasks_late"], tasks)
+    if kind == "shmem":
+        kb = probes.shmem_kb()
+        obs["shmem_peak"] = max(obs["shmem_peak"], kb)
+        if since >= lim.get("late", 1.5):
+            obs["shmem_late"] = max(obs["shmem_late"], kb)
+    if kind == "supervisor-fate" and at.status is None:
+        nofile = status_limit(proc.pid, "Max open files")
+        if nofile and nofile not in obs["sup_nofile"]:
+            obs["sup_nofile"].append(nofile)
+    if kind == "personality":
+        for p in tool:
+            v = read(f"/proc/{p}/personality").strip()
+            if v and int(v, 16) & PERSONALITY_FLAGS and v not in obs["personality"]:
+                obs["personality"].append(v)
+    if (
+        kind == "sentinel-ipc"
+        and started
+        and obs["ipc_during"] is None
+        and now - obs["ipc_sampled"] >= 0.3
+    ):
+        obs["ipc_sampled"] = now
+        st = ipc_state(at.args["sentinel"], at.base)
+        if st != at.census_pre["ipc"]:
+            obs["ipc_during"] = st
+    if kind == "autobind" and obs["autobind"] is None:
+        obs["autobind"] = probe_reported_port(at.out_f, at.ports["BIND_PORT"])
+    if (
+        at.extra.get("watch")
+        and not obs["watched"]
+        and started
+        and (b"WATCHING" in os.pread(at.out_f.fileno(), 4096, 0) or since > 4)
+    ):
+        (at.dir("outside") / "watched" / at.secret).write_text("")
+        obs["watched"] = True
+    if kind == "bind" and not obs["bind"]:
+        try:
+            c = socket.create_connection(("127.0.0.1", at.ports["UNGRANTED_PORT"]), timeout=0.1)
+            c.close()
+            obs["bind"] = True
+        except OSError:
+            pass
+
+
+def _collect(at: Attempt) -> None:
+    """After the run: what of the tool is still alive, its output, the files, the CPU."""
+    # The process table after the run: anything of the tool's still alive?
+    time.sleep(0.05)
+    reap_all()
+    at.leftovers = [
+        (p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80])
+        for p in descendants(os.getpid())
+        if p not in at.sentinel_pids
+    ]
+    clear_descendants(at.sentinel_pids)
+    if at.sinks:
+        time.sleep(0.05)  # let the sink threads take the last bytes
+    at.out_f.seek(0)
+    at.err_f.seek(0)
+    at.stdout = at.out_f.read().decode(errors="replace")
+    at.stderr = at.err_f.read().decode(errors="replace")
+    at.after = snapshot([at.dir("outside"), at.dir("work"), at.dir("poldir"), at.dir("state")])
+    # CPU of the tool's own processes, sampled from /proc (not cvg-run's own).
+    # (the processes' own time, or one process's own plus its reaped children's).
+    per = at.obs["cpu"].values()
+    ticks = max(sum(o for o, _ in per), max((o + r for o, r in per), default=0))
+    at.cpu = ticks / os.sysconf("SC_CLK_TCK")
+    if at.rusage is not None:
+        # Or: everything the supervisor (cvg-run, or the baseline's passthru) and
+        # the processes it reaped used, minus its own last-sampled time.
+        total = at.rusage.ru_utime + at.rusage.ru_stime
+        at.cpu = max(at.cpu, total - at.sup_own / os.sysconf("SC_CLK_TCK"))
+
+
+# ---- the verdict, by the attack's oracle: each judge says whether it fired, and why
+
+
+def _judge_canary(at: Attempt) -> tuple[bool, str]:
+    new_ok = (
+        str(at.dir("state") / "cache/cvg/plans/"),
+        str(at.dir("state") / "state/cvg/runs/"),
+        str(at.dir("outside") / "sink."),
+    )
+    changes = diff_snapshots(at.before, at.after, new_ok)
+    return bool(changes), "; ".join(changes)[:300] or "canaries unchanged"
+
+
+def _judge_secret(at: Attempt) -> tuple[bool, str]:
+    fired = at.secret in at.stdout or at.secret in at.stderr
+    return fired, "secret token in the output" if fired else "secret token not in the output"
+
+
+def _judge_exec(at: Attempt) -> tuple[bool, str]:
+    fired = at.exec_token in at.stdout
+    return fired, (
+        "ungranted program's token in the output" if fired else "no exec token in the output"
+    )
+
+
+def _judge_secret_port(at: Attempt) -> tuple[bool, str]:
+    port = at.sinks["hidden"].addr[1]
+    fired = f"port={port}" in at.stdout
+    return fired, f"hidden listener port {port} {'found' if fired else 'not found'} in the output"
+
+
+def _judge_sink(at: Attempt) -> tuple[bool, str]:
+    got = at.sinks["main"].received
+    return bool(got), f"sink received {len(got)} bytes" if got else "sink received nothing"
+
+
+def _judge_bind(at: Attempt) -> tuple[bool, str]:
+    fired = at.obs["bind"]
+    verb = "accepted" if fired else "refused"
+    return fired, f"ungranted port {at.ports['UNGRANTED_PORT']} {verb} an outside connection"
+
+
+def _judge_sentinel(at: Attempt) -> tuple[bool, str]:
+    log = read(str(at.dir("oracle") / "sentinel.log")).strip()
+    dead = [s.pid for s in at.sentinels if s.poll() is not None]
+    parts = []
+    if log:
+        parts.append("sentinel log: " + log.replace("\n", ", ")[:120])
+    if dead:
+        parts.append("sentinel died")
+    if at.obs["traced"]:
+        parts.append(f"sentinel traced by {at.obs['traced'][0]}")
+    if at.obs["stopped"]:
+        parts.append("sentinel stopped")
+    return bool(parts), "; ".join(parts) or "sentinel untouched"
+
+
+def _judge_supervisor(at: Attempt) -> tuple[bool, str]:
+    parts = sorted(at.obs["sup_state"])
+    if at.status is not None and os.WIFSIGNALED(at.status):
+        parts.append(f"supervisor killed by signal {os.WTERMSIG(at.status)}")
+    return bool(parts), "; ".join(parts) or f"supervisor exited normally ({at.proc.returncode})"
+
+
+def _judge_leftover(at: Attempt) -> tuple[bool, str]:
+    if at.leftovers:
+        return True, f"{len(at.leftovers)} process(es) alive after the run: {at.leftovers[0][1]}"
+    return False, "no process left after the run"
+
+
+def _judge_procs(at: Attempt) -> tuple[bool, str]:
+    n, lim = at.obs["max_procs_late"], at.lim
+    return n > lim["processes"], (
+        f"{n} tool processes alive {lim.get('late', 1.5)} s in (limit {lim['processes']})"
+    )
+
+
+def _judge_rss(at: Attempt) -> tuple[bool, str]:
+    # Like the process count, the tree's memory total is enforced by a sampling
+    # supervisor (README: "Tree-wide limits are sampled"): what counts is memory
+    # still held once it has had time to act, as for max_procs_late.
+    lim = at.lim
+    mb = at.obs["max_rss_late_kb"] / 1024
+    return mb > lim["memory_mb"], (
+        f"resident memory of the tool's processes {lim.get('late', 1.5)} s in: "
+        f"{mb:.0f} MiB (limit {lim['memory_mb']}; peak {at.obs['max_rss_kb'] / 1024:.0f})"
+    )
+
+
+def _judge_cpu(at: Attempt) -> tuple[bool, str]:
+    lim = at.lim
+    evidence = f"{at.cpu:.1f} s CPU used (limit {lim['cpu_seconds']})"
+    if os.environ.get("CVG_ESCAPE_DEBUG"):
+        evidence += f" rusage={at.rusage} sup_own={at.sup_own} per={at.obs['cpu']}"
+    return at.cpu > lim["cpu_seconds"] + 0.5, evidence
+
+
+def _judge_fds(at: Attempt) -> tuple[bool, str]:
+    n, limit = at.obs["max_fds"], at.lim["open_files"]
+    return n > limit, f"{n} descriptors open in one process (limit {limit})"
+
+
+def _judge_fsize(at: Attempt) -> tuple[bool, str]:
+    sizes = [p.stat().st_size for p in at.dir("ws").rglob("*") if p.is_file()]
+    big = max(sizes, default=0) / 2**20
+    limit = at.lim["file_size_mb"]
+    return big > limit, f"largest file written {big:.1f} MiB (limit {limit})"
+
+
+def _judge_wall(at: Attempt) -> tuple[bool, str]:
+    wall, alive = at.lim["wall"], at.obs["alive_late"]
+    if alive:
+        return True, f"still running {wall} s in: {alive[0][1]}"
+    return False, f"nothing of the tool alive {wall} s in"
+
+
+def _judge_ns(at: Attempt) -> tuple[bool, str]:
+    ns = at.obs["ns"]
+    return bool(ns), f"tool process in {ns[0][0]} {ns[0][1]}" if ns else (
+        "no namespace or root change seen"
+    )
+
+
+def _judge_kobj(at: Attempt) -> tuple[bool, str]:
+    kobj = at.obs["kobj"]
+    return bool(kobj), f"tool held {sorted(kobj)[0]}" if kobj else (
+        "no bpf/perf/userfaultfd/io_uring object seen"
+    )
+
+
+def _judge_mount(at: Attempt) -> tuple[bool, str]:
+    mounts = [line for line in read("/proc/self/mountinfo").splitlines() if str(at.base) in line]
+    for m in mounts:
+        subprocess.run(["umount", "-l", m.split()[4]], check=False)
+    return bool(mounts), f"{len(mounts)} mount(s) under the attack directory"
+
+
+def _judge_keys(at: Attempt) -> tuple[bool, str]:
+    keys = subprocess.run(
+        [PY, "-c", "print(open('/proc/keys').read())"],
+        capture_output=True,
+        text=True,
+        preexec_fn=at.demote,
+    ).stdout
+    mine = [k for k in keys.splitlines() if f"cvg-escape-{at.tok}" in k]
+    for k in mine:
+        kid = int(k.split()[0], 16)
+        subprocess.run(
+            [PY, "-c", f"import ctypes; ctypes.CDLL(None).syscall(250, 21, {kid})"],
+            preexec_fn=at.demote,
+            check=False,
+        )  # keyctl(KEYCTL_INVALIDATE, id): the key would outlive the run
+    return bool(mine), f"{len(mine)} key(s) named cvg-escape-{at.tok} in the user's keyrings"
+
+
+def _judge_new(at: Attempt) -> tuple[bool, str]:
+    return judge_more(
+        at.oracle_kind,
+        obs=at.obs,
+        lim=at.lim,
+        args=at.args,
+        ports=at.ports,
+        stdout=at.stdout,
+        status=at.status,
+        leftovers=at.leftovers,
+        sentinels=at.sentinels,
+        attrs_before=at.attrs_before,
+        shmem_before=at.shmem_before,
+        new_records=set(os.listdir(at.dir("state") / "state/cvg/runs")) - at.records_before,
+        sandboxed=at.job["abi"] is not None,
+    )
+
+
+def _judge_census(at: Attempt) -> tuple[bool, str]:
+    return judge_census(
+        at.oracle_kind,
+        pre=at.census_pre,
+        obs=at.obs,
+        args=at.args,
+        stdout=at.stdout,
+        base=at.base,
+        pty_slave=at.pty_slave,
+    )
+
+
+def _judge_tty(at: Attempt) -> tuple[bool, str]:
+    os.set_blocking(at.pty_slave, False)
+    try:
+        got = os.read(at.pty_slave, 4096)
+    except OSError:
+        got = b""
+    fired = f"INJECTED-{at.tok}".encode() in got
+    return fired, (
+        "bytes injected into the terminal's input" if fired else "terminal input untouched"
+    )
+
+
+def _judges() -> dict[str, Callable[[Attempt], tuple[bool, str]]]:
+    """Each oracle kind's judge; the first named for a kind is its judge."""
+    judges: dict[str, Callable[[Attempt], tuple[bool, str]]] = {
+        "canary": _judge_canary,
+        "secret": _judge_secret,
+        "exec": _judge_exec,
+        "secret-port": _judge_secret_port,
+    }
+    for kind in (*SINK_ORACLES, "hosts"):
+        judges.setdefault(kind, _judge_sink)
+    for kind, judge in (
+        ("bind", _judge_bind), ("sentinel", _judge_sentinel), ("supervisor", _judge_supervisor),
+        ("leftover", _judge_leftover), ("procs", _judge_procs), ("rss", _judge_rss),
+        ("cpu", _judge_cpu), ("fds", _judge_fds), ("fsize", _judge_fsize), ("wall", _judge_wall),
+        ("ns", _judge_ns), ("kobj", _judge_kobj), ("mount", _judge_mount), ("keys", _judge_keys),
+        *((kind, _judge_new) for kind in NEW_ORACLES),
+        *((kind, _judge_census) for kind in CENSUS_ORACLES),
+        ("tty", _judge_tty),
+    ):  # fmt: skip
+        judges.setdefault(kind, judge)
+    return judges
+
+
+def _judge(at: Attempt) -> tuple[bool, str]:
+    judge = _judges().get(at.oracle_kind)
+    if judge is None:
+        return False, f"unknown oracle {at.oracle_kind}"
+    return judge(at)
+
+
+def _result(at: Attempt, fired: bool, evidence: str) -> dict:
+    if at.run1 is not None:
+        evidence += f" (second run; the first exited {at.run1})"
+    refused = at.job["abi"] is not None and at.proc.returncode == REFUSED
+    if refused and not fired:
+        last = (at.stderr.strip().splitlines() or [""])[-1][:120]
+        evidence = f"refused: cvg-run exited {REFUSED} without starting the tool ({last})"
+    return {
+        "refused": refused,
+        "fired": fired,
+        "evidence": evidence,
+        "status": at.proc.returncode,
+        "stderr": at.stderr[-400:],
+        "seconds": round(time.monotonic() - at.t0, 2),
+        "timeout": at.obs.get("timeout", False),
+    }
+
+
+def _cleanup(at: Attempt) -> None:
+    """End the sentinels, remove what outlives a run (IPC objects, keys, mounts,
+    nice values, the census's plants), close the listeners and the terminal, and
+    remove the attack's directory."""
+    for s in at.sentinels:
+        s.kill()
+        s.wait()
+    # SysV objects and POSIX queues outlive their processes: the sentinel's, and
+    # any the attack made under its key.
+    sent = at.args.get("sentinel", {})
+    for k, key in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
+        if key in sent:
+            probes.sysv_remove(k, sent[key])
+    if "mq" in sent:
+        probes.mq_unlink(sent["mq"])
+    for k, objs in probes.sysv_objects().items():
+        for i, key in objs.items():
+            if key == at.args["ipc_key"] and i not in at.sysv_before.get(k, {}):
+                probes.sysv_remove(k, i)
+    if at.census_pre is not None:
+        census_cleanup(at.census_pre, at.demote)
+    if at.saved_nices:
+        probes.restore_nices(at.saved_nices)
+    for s in at.sinks.values():
+        s.close()
+    clear_descendants(set())
+    if at.pty_master is not None:
+        os.close(at.pty_master)
+        os.close(at.pty_slave)
+    base = at.base
+    for line in read("/proc/self/mountinfo").splitlines():
+        if str(base) in line:
+            subprocess.run(["umount", "-l", line.split()[4]], check=False)
+    subprocess.run(["chattr", "-R", "-i", str(base)], capture_output=True, check=False)
+    subprocess.run(["chmod", "-R", "u+rwX", str(base)], capture_output=True, check=False)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 NEW_ORACLES = (
@@ -1517,7 +1726,7 @@ def native_abi() -> int:
     return max(int(r), 0)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915 - drives every cell; to be split
     global HARD_TIMEOUT  # --hard-timeout sets it, before the pool forks its workers
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
