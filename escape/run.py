@@ -1202,36 +1202,6 @@ def _judge_keys(at: Attempt) -> tuple[bool, str]:
     return bool(mine), f"{len(mine)} key(s) named cvg-escape-{at.tok} in the user's keyrings"
 
 
-def _judge_new(at: Attempt) -> tuple[bool, str]:
-    return judge_more(
-        at.oracle_kind,
-        obs=at.obs,
-        lim=at.lim,
-        args=at.args,
-        ports=at.ports,
-        stdout=at.stdout,
-        status=at.status,
-        leftovers=at.leftovers,
-        sentinels=at.sentinels,
-        attrs_before=at.attrs_before,
-        shmem_before=at.shmem_before,
-        new_records=set(os.listdir(at.dir("state") / "state/cvg/runs")) - at.records_before,
-        sandboxed=at.job["abi"] is not None,
-    )
-
-
-def _judge_census(at: Attempt) -> tuple[bool, str]:
-    return judge_census(
-        at.oracle_kind,
-        pre=at.census_pre,
-        obs=at.obs,
-        args=at.args,
-        stdout=at.stdout,
-        base=at.base,
-        pty_slave=at.pty_slave,
-    )
-
-
 def _judge_tty(at: Attempt) -> tuple[bool, str]:
     os.set_blocking(at.pty_slave, False)
     try:
@@ -1259,8 +1229,8 @@ def _judges() -> dict[str, Callable[[Attempt], tuple[bool, str]]]:
         ("leftover", _judge_leftover), ("procs", _judge_procs), ("rss", _judge_rss),
         ("cpu", _judge_cpu), ("fds", _judge_fds), ("fsize", _judge_fsize), ("wall", _judge_wall),
         ("ns", _judge_ns), ("kobj", _judge_kobj), ("mount", _judge_mount), ("keys", _judge_keys),
-        *((kind, _judge_new) for kind in NEW_ORACLES),
-        *((kind, _judge_census) for kind in CENSUS_ORACLES),
+        *((kind, judge_more) for kind in NEW_ORACLES),
+        *((kind, judge_census) for kind in CENSUS_ORACLES),
         ("tty", _judge_tty),
     ):  # fmt: skip
         judges.setdefault(kind, judge)
@@ -1341,10 +1311,14 @@ NEW_ORACLES = (
 )
 
 
-def judge_more(kind: str, *, obs, lim, args, ports, stdout, status, leftovers, sentinels,
-               attrs_before, shmem_before, new_records, sandboxed) -> tuple[bool, str]:  # fmt: skip
+def judge_more(at: Attempt) -> tuple[bool, str]:
     """The verdicts of the oracles for scheduling, IPC, shared memory, threads,
     autobind and the supervisor's own limits."""
+    kind, obs, lim, args, ports = at.oracle_kind, at.obs, at.lim, at.args, at.ports
+    stdout, status, leftovers, sentinels = at.stdout, at.status, at.leftovers, at.sentinels
+    attrs_before, shmem_before = at.attrs_before, at.shmem_before
+    new_records = set(os.listdir(at.dir("state") / "state/cvg/runs")) - at.records_before
+    sandboxed = at.job["abi"] is not None
     if kind == "sentinel-attrs":
         changes = probes.diff_attrs(attrs_before, sentinel_attrs(args["sentinel"]["pid"]))
         if any(s.poll() is not None for s in sentinels):
@@ -1623,8 +1597,10 @@ def census_cleanup(pre: dict, demote) -> None:
                 print(f"RESTORED /proc/sys/kernel/{k} to {was!r}", file=sys.stderr)
 
 
-def judge_census(kind: str, *, pre, obs, args, stdout, base, pty_slave) -> tuple[bool, str]:
+def judge_census(at: Attempt) -> tuple[bool, str]:
     """The verdicts of the census attacks' oracles."""
+    kind, pre, obs, args = at.oracle_kind, at.census_pre, at.obs, at.args
+    stdout, base, pty_slave = at.stdout, at.base, at.pty_slave
     if kind == "sentinel-info":
         facts = sentinel_facts(args["sentinel"])
         said = [ln.split("=", 1) for ln in stdout.splitlines() if "=" in ln]

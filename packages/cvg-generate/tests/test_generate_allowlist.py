@@ -201,21 +201,7 @@ def _check(root: Path, identity: str) -> None:
     policy = place.root / "p.yaml"
     learned, _notes = wl.learn(place, w, policy)  # observed as root: the learning input
     assert learned.status == 0, learned.stderr
-    gen = subprocess.run(
-        [wl.cvg("cvg-generate"), "--syscalls", "allowlist", str(place.root / "obs.json")],
-        capture_output=True,
-        env=place.env(),
-        timeout=60,
-    )
-    assert gen.returncode == 0, gen.stderr
-    val = subprocess.run(
-        [wl.cvg("cvg-validate"), "--cwd", str(place.work), "-o", str(policy)],
-        input=gen.stdout,
-        capture_output=True,
-        cwd=place.work,
-        env=place.env(),
-    )
-    assert val.returncode == 0, val.stderr
+    wl.generate(place, place.root / "obs.json", policy, "--syscalls", "allowlist")
     text = policy.read_text()
     assert "  mode: allowlist" in text and "    - mbind" not in text
 

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from clihelp import Invoke, Result, invoke
 
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
 from cvg_schema import Facts, Policy, load_policy_dict
@@ -121,3 +122,13 @@ def policy_factory() -> Callable[..., Policy]:
 @pytest.fixture
 def facts_factory() -> Callable[..., Facts]:
     return make_facts
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    """cvg-validate's main() in-process: ``cli(args, stdin=None)`` gives a Result."""
+
+    def call(args: list[str], stdin: bytes | None = None) -> Result:
+        return invoke(capsys, monkeypatch, args, stdin)
+
+    return call

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clihelp import Invoke
 
 import cvg_policy.cli as cli_module
 from cvg_policy.cli import main
@@ -119,32 +120,6 @@ def facts_fixture(abi: int = 4) -> Facts:
     )
 
 
-class Result:
-    def __init__(self, status: int, out: str, err: str) -> None:
-        self.status = status
-        self.out = out
-        self.err = err
-
-    @property
-    def err_lines(self) -> list[str]:
-        return self.err.splitlines()
-
-
-def invoke(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    args: list[str],
-    stdin: bytes | None = None,
-) -> Result:
-    data = b"" if stdin is None else stdin
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    capsys.readouterr()
-    status = main(args)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return Result(status, out, err)
-
-
 @pytest.fixture
 def policy_dir(tmp_path: Path) -> Path:
     (tmp_path / "data").mkdir()
@@ -177,10 +152,11 @@ def test_every_malformed_file_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_policy_is_one_line_and_exit_1(
-    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    name: str,
 ) -> None:
     path = str(MALFORMED / name)
-    r = invoke(capsys, monkeypatch, [path])
+    r = cli([path])
     assert r.status == 1
     assert r.out == ""
     assert len(r.err_lines) == 1, r.err
@@ -196,20 +172,22 @@ def test_malformed_policy_is_one_line_and_exit_1(
 
 @pytest.mark.parametrize("name", ["duplicate_key.yaml", "binary_garbage.bin", "empty.yaml"])
 def test_malformed_on_stdin_is_named_stdin(
-    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    name: str,
 ) -> None:
-    r = invoke(capsys, monkeypatch, ["-"], stdin=(MALFORMED / name).read_bytes())
+    r = cli(["-"], stdin=(MALFORMED / name).read_bytes())
     assert r.status == 1
     assert len(r.err_lines) == 1
     assert r.err.startswith("<stdin>")
 
 
 def test_a_policy_over_one_mib_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     big = tmp_path / "big.yaml"
     big.write_bytes(b"version: 1\n" + b"#" * MAX_POLICY_BYTES)
-    r = invoke(capsys, monkeypatch, [str(big)])
+    r = cli([str(big)])
     assert r.status == 1
     assert r.err_lines == [f"{big}: larger than 1 MiB: refused (a policy is a few KiB)"]
 
@@ -218,32 +196,35 @@ def test_a_policy_over_one_mib_is_refused(
 
 
 def test_a_clean_policy_exits_0_and_writes_yaml_that_reloads(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    policy_dir: Path,
 ) -> None:
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert (r.status, r.err) == (0, "")
     assert r.out.startswith("version: 1\nfilesystem:\n  read:\n")
     assert load_policy(r.out).policy == load_policy(path.read_bytes()).policy
 
 
 def test_stdin_is_the_default(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    policy_dir: Path,
 ) -> None:
     text = clean_policy(policy_dir).replace('"${POLICY_DIR}/data"', "/usr")
     for args in ([], ["-"]):
-        r = invoke(capsys, monkeypatch, args, stdin=text.encode())
+        r = cli(args, stdin=text.encode())
         assert r.status == 0, r.err
         assert load_policy(r.out).policy == load_policy(text).policy
 
 
 def test_warnings_go_to_stderr_one_per_line_and_q_silences_them(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("version: 1\nfilesystem:\n  write: [/etc]\nnetwork:\n  tcp_connect: [25]\n")
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 0
     assert r.err_lines == [
         f"{path}:3: filesystem.write[0]: warning: writes /etc as a whole: the system "
@@ -252,34 +233,36 @@ def test_warnings_go_to_stderr_one_per_line_and_q_silences_them(
         "smtp: mail out, a classic exfiltration channel",
     ]
     assert load_policy(r.out).policy.filesystem.write == ["/etc"]
-    quiet = invoke(capsys, monkeypatch, ["-q", str(path)])
+    quiet = cli(["-q", str(path)])
     assert (quiet.status, quiet.err, quiet.out) == (0, "", r.out)
 
 
 def test_strict_makes_a_missing_path_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(f"version: 1\nfilesystem:\n  read:\n    - {tmp_path}/gone\n")
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 0
     assert r.err_lines == [f"{path}:4: filesystem.read[0]: warning: {tmp_path}/gone does not exist"]
-    r = invoke(capsys, monkeypatch, ["--strict", "-q", str(path)])
+    r = cli(["--strict", "-q", str(path)])
     assert (r.status, r.out) == (1, "")
     assert r.err_lines == [f"{path}:4: filesystem.read[0]: error: {tmp_path}/gone does not exist"]
 
 
 def test_cwd_option_sets_the_cwd_variable(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "p.yaml"
     path.write_text('version: 1\nfilesystem:\n  read: ["${CWD}/src"]\n')
-    r = invoke(capsys, monkeypatch, ["--cwd", str(tmp_path), str(path)])
+    r = cli(["--cwd", str(tmp_path), str(path)])
     assert r.err_lines == [
         f"{path}:3: filesystem.read[0]: warning: ${{CWD}}/src ({tmp_path}/src) does not exist"
     ]
     (tmp_path / "src").mkdir()
-    r = invoke(capsys, monkeypatch, ["--cwd", str(tmp_path), str(path)])
+    r = cli(["--cwd", str(tmp_path), str(path)])
     assert (r.status, r.err) == (0, "")
 
 
@@ -295,28 +278,22 @@ GENERATED = {
 }
 
 
-def test_generated_policy_gets_its_reasons_as_comments(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    r = invoke(capsys, monkeypatch, ["-q"], stdin=json.dumps(GENERATED).encode())
+def test_generated_policy_gets_its_reasons_as_comments(cli: Invoke) -> None:
+    r = cli(["-q"], stdin=json.dumps(GENERATED).encode())
     assert r.status == 0, r.err
     assert "    # e12: openat /etc/ld.so.cache (read)\n    - /etc/ld.so.cache\n" in r.out
     assert "    # e30: openat /tmp/x (write)\n    - ${SCRATCH}\n" in r.out
 
 
-def test_format_json_writes_a_policy_message_with_reasons(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    r = invoke(
-        capsys, monkeypatch, ["-q", "--format", "json"], stdin=json.dumps(GENERATED).encode()
-    )
+def test_format_json_writes_a_policy_message_with_reasons(cli: Invoke) -> None:
+    r = cli(["-q", "--format", "json"], stdin=json.dumps(GENERATED).encode())
     assert r.status == 0
     message = loads(r.out)
     assert isinstance(message, Policy)
     assert message.reasons["filesystem.read[1]"][0].event_id == "e12"
     assert message == load_policy(json.dumps(GENERATED)).policy
     # A bare YAML policy comes out as a full message too.
-    r = invoke(capsys, monkeypatch, ["--format", "json"], stdin=b"version: 1\n")
+    r = cli(["--format", "json"], stdin=b"version: 1\n")
     assert json.loads(r.out)["kind"] == "cvg.policy"
 
 
@@ -324,32 +301,32 @@ def test_format_json_writes_a_policy_message_with_reasons(
 
 
 def test_output_file_is_written(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    policy_dir: Path,
 ) -> None:
     src = policy_dir / "in.yaml"
     src.write_text(clean_policy(policy_dir))
     out = policy_dir / "out.yaml"
-    r = invoke(capsys, monkeypatch, ["-o", str(out), str(src)])
+    r = cli(["-o", str(out), str(src)])
     assert (r.status, r.out, r.err) == (0, "", "")
     assert load_policy(out.read_bytes()).policy == load_policy(src.read_bytes()).policy
     assert sorted(p.name for p in policy_dir.iterdir()) == ["data", "in.yaml", "out.yaml", "tool"]
 
 
-def test_output_dash_is_stdout(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    r = invoke(capsys, monkeypatch, ["-o", "-", "--format", "json"], stdin=b"version: 1\n")
+def test_output_dash_is_stdout(cli: Invoke) -> None:
+    r = cli(["-o", "-", "--format", "json"], stdin=b"version: 1\n")
     assert r.status == 0
     assert json.loads(r.out)["version"] == 1
 
 
 def test_output_can_replace_its_own_input(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    policy_dir: Path,
 ) -> None:
     src = policy_dir / "p.yaml"
     src.write_text(clean_policy(policy_dir))
     before = load_policy(src.read_bytes()).policy
-    r = invoke(capsys, monkeypatch, ["-o", str(src), str(src)])
+    r = cli(["-o", str(src), str(src)])
     assert r.status == 0
     assert src.read_text().startswith("version: 1\n")
     assert load_policy(src.read_bytes()).policy == before
@@ -357,15 +334,14 @@ def test_output_can_replace_its_own_input(
 
 @pytest.mark.parametrize("bad", ["relative_path.yaml", "bad_syscall_name.yaml", "empty.yaml"])
 def test_a_failing_validation_leaves_the_output_untouched(
+    cli: Invoke,
     bad: str,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "p.yaml"
     out.write_text("previous content\n")
     os.chmod(out, 0o640)
-    r = invoke(capsys, monkeypatch, ["-o", str(out), str(MALFORMED / bad)])
+    r = cli(["-o", str(out), str(MALFORMED / bad)])
     assert r.status == 1
     assert out.read_text() == "previous content\n"
     assert os.stat(out).st_mode & 0o777 == 0o640
@@ -373,14 +349,13 @@ def test_a_failing_validation_leaves_the_output_untouched(
 
 
 def test_an_unwritable_output_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
-    r = invoke(
-        capsys, monkeypatch, ["-o", str(tmp_path / "no" / "such" / "dir.yaml")], b"version: 1\n"
-    )
+    r = cli(["-o", str(tmp_path / "no" / "such" / "dir.yaml")], b"version: 1\n")
     assert r.status == 2
     assert len(r.err_lines) == 1 and "cannot write" in r.err
-    r = invoke(capsys, monkeypatch, ["-o", str(tmp_path)], b"version: 1\n")
+    r = cli(["-o", str(tmp_path)], b"version: 1\n")
     assert r.status == 2
     assert "is a directory" in r.err
 
@@ -403,12 +378,11 @@ def test_an_unwritable_output_is_a_usage_error(
     ],
 )
 def test_usage_errors_exit_2(
+    cli: Invoke,
     args: list[str],
     needle: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    r = invoke(capsys, monkeypatch, args, stdin=b"version: 1\n")
+    r = cli(args, stdin=b"version: 1\n")
     assert r.status == 2
     assert len(r.err_lines) == 1, r.err
     assert r.err.startswith("cvg-validate: ")
@@ -417,9 +391,10 @@ def test_usage_errors_exit_2(
 
 
 def test_a_directory_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
-    r = invoke(capsys, monkeypatch, [str(tmp_path)])
+    r = cli([str(tmp_path)])
     assert r.status == 2
     assert r.err_lines == [
         f"cvg-validate: {tmp_path}: is a directory, not a policy file (see 'cvg-validate --help')"
@@ -427,11 +402,12 @@ def test_a_directory_is_a_usage_error(
 
 
 def test_a_missing_facts_file_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     p = tmp_path / "p.yaml"
     p.write_text("version: 1\n")
-    r = invoke(capsys, monkeypatch, ["--explain", "--facts", str(tmp_path / "nope.json"), str(p)])
+    r = cli(["--explain", "--facts", str(tmp_path / "nope.json"), str(p)])
     assert r.status == 2
     assert "nope.json: no such file" in r.err
 
@@ -448,10 +424,8 @@ def test_a_terminal_on_stdin_is_a_usage_error(
     assert "no policy given" in capsys.readouterr().err
 
 
-def test_help_teaches_pipelines_exit_codes_and_an_example(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    r = invoke(capsys, monkeypatch, ["--help"])
+def test_help_teaches_pipelines_exit_codes_and_an_example(cli: Invoke) -> None:
+    r = cli(["--help"])
     assert r.status == 0
     text = " ".join(r.out.split())
     assert "cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml" in text
@@ -460,18 +434,18 @@ def test_help_teaches_pipelines_exit_codes_and_an_example(
     for code in ("0 the policy is valid", "1 the policy is invalid", "2 usage error"):
         assert code in text
     assert "Example:" in text
-    r = invoke(capsys, monkeypatch, ["--version"])
+    r = cli(["--version"])
     assert r.status == 0 and r.out.startswith("cvg-validate ")
 
 
 def test_an_internal_error_is_one_line_and_exit_1(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(cli_module, "check", boom)
-    r = invoke(capsys, monkeypatch, [], stdin=b"version: 1\n")
+    r = cli([], stdin=b"version: 1\n")
     assert r.status == 1
     assert r.err_lines == ["cvg-validate: internal error: RuntimeError: boom second line"]
 
@@ -487,16 +461,15 @@ def facts_file(tmp_path: Path) -> Path:
 
 
 def test_explain_table_lists_every_rule(
+    cli: Invoke,
     policy_dir: Path,
     facts_file: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from cvg_policy.explain import explain_policy
 
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
-    r = invoke(capsys, monkeypatch, ["--explain", "--facts", str(facts_file), str(path)])
+    r = cli(["--explain", "--facts", str(facts_file), str(path)])
     assert (r.status, r.err) == (0, "")
     assert r.out.startswith(f"{path} on 6.8.0-test (x86_64), Landlock ABI 4: ")
     variables = context(policy_dir=str(policy_dir))
@@ -511,17 +484,16 @@ def test_explain_table_lists_every_rule(
 
 
 def test_explain_json_is_the_report(
+    cli: Invoke,
     policy_dir: Path,
     facts_file: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from cvg_policy.explain import explain_policy, report_dict
 
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
     args = ["--explain", "--format", "json", "--facts", str(facts_file), str(path)]
-    r = invoke(capsys, monkeypatch, args)
+    r = cli(args)
     assert r.status == 0, r.err
     report = explain_policy(
         load_policy(path.read_bytes()).policy,
@@ -532,41 +504,37 @@ def test_explain_json_is_the_report(
     assert json.loads(r.out) == json.loads(json.dumps(report_dict(report)))
 
 
-def test_explain_reads_facts_from_stdin(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_explain_reads_facts_from_stdin(cli: Invoke, policy_dir: Path) -> None:
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
-    r = invoke(
-        capsys, monkeypatch, ["--explain", "--facts", "-", str(path)], stdin=dumps(facts_fixture())
-    )
+    r = cli(["--explain", "--facts", "-", str(path)], stdin=dumps(facts_fixture()))
     assert r.status == 0, r.err
     assert "Landlock ABI 4" in r.out
 
 
 def test_invalid_facts_are_one_line_and_exit_1(
-    policy_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    policy_dir: Path,
 ) -> None:
     path = policy_dir / "p.yaml"
     path.write_text("version: 1\n")
     bad = json.dumps({"kind": "cvg.facts", "schema_version": "1.0", "kernel": "x"}).encode()
-    r = invoke(capsys, monkeypatch, ["--explain", "--facts", "-", str(path)], stdin=bad)
+    r = cli(["--explain", "--facts", "-", str(path)], stdin=bad)
     assert r.status == 1
     assert len(r.err_lines) == 1
     assert r.err.startswith("<stdin>: facts: $.")
 
 
 def test_compile_prints_the_plan(
+    cli: Invoke,
     policy_dir: Path,
     facts_file: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from cvg_policy.compile import compile_policy
 
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
-    r = invoke(capsys, monkeypatch, ["--compile", "--facts", str(facts_file), str(path)])
+    r = cli(["--compile", "--facts", str(facts_file), str(path)])
     assert (r.status, r.err) == (0, "")
     plan = loads_as(Plan, r.out)
     expected = compile_policy(
@@ -580,7 +548,7 @@ def test_compile_prints_the_plan(
 
 
 def test_compile_errors_name_the_file_and_line(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, facts_file: Path
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch, facts_file: Path
 ) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise PolicyError("cannot be narrowed", address="filesystem.deny[0]")
@@ -589,14 +557,12 @@ def test_compile_errors_name_the_file_and_line(
 
     monkeypatch.setattr(cvg_policy.compile, "compile_policy", refuse)
     text = b"version: 1\nfilesystem:\n  read: [/usr]\n  deny:\n    - /usr/share\n"
-    r = invoke(capsys, monkeypatch, ["-q", "--compile", "--facts", str(facts_file)], stdin=text)
+    r = cli(["-q", "--compile", "--facts", str(facts_file)], stdin=text)
     assert r.status == 1
     assert r.err_lines == ["<stdin>:5: filesystem.deny[0]: cannot be narrowed"]
 
 
-def test_without_facts_the_probe_is_asked(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_facts_the_probe_is_asked(cli: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     import cvg_probe
 
     calls: list[int] = []
@@ -606,14 +572,14 @@ def test_without_facts_the_probe_is_asked(
         return facts_fixture(abi=6)
 
     monkeypatch.setattr(cvg_probe, "probe", fake_probe, raising=False)
-    r = invoke(capsys, monkeypatch, ["--explain"], stdin=b"version: 1\n")
+    r = cli(["--explain"], stdin=b"version: 1\n")
     assert r.status == 0, r.err
     assert calls == [1]
     assert "Landlock ABI 6" in r.out
 
 
 def test_a_failing_probe_is_one_line_and_exit_1(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import cvg_probe
 
@@ -621,7 +587,7 @@ def test_a_failing_probe_is_one_line_and_exit_1(
         raise OSError("no /proc here")
 
     monkeypatch.setattr(cvg_probe, "probe", broken, raising=False)
-    r = invoke(capsys, monkeypatch, ["--explain"], stdin=b"version: 1\n")
+    r = cli(["--explain"], stdin=b"version: 1\n")
     assert r.status == 1
     assert r.err_lines == [
         "cvg-validate: probing this kernel failed: no /proc here (pass --facts FILE from cvg-probe)"
@@ -679,7 +645,8 @@ def test_probe_pipeline_with_facts_from_stdin(policy_dir: Path) -> None:
 
 
 def test_every_schema_problem_is_reported_in_the_files_order(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     # Sections out of the schema's own order: the lines follow the file.
     path = tmp_path / "three.yaml"
@@ -693,7 +660,7 @@ def test_every_schema_problem_is_reported_in_the_files_order(
         "network:\n"
         "  tcp_connect: [70000]\n"
     )
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 1 and r.out == ""
     assert [line.split(": ")[:2] for line in r.err_lines] == [
         [f"{path}:3", "resources.cpu_seconds"],
@@ -705,11 +672,12 @@ def test_every_schema_problem_is_reported_in_the_files_order(
 
 
 def test_a_union_problem_is_still_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "union.yaml"
     path.write_text("version: 1\nresources:\n  open_files: [1, 2, 3]\n  memory_mb: lots\n")
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 1
     assert [line.split(": ")[1] for line in r.err_lines] == [
         "resources.open_files",
@@ -718,7 +686,8 @@ def test_a_union_problem_is_still_one_line(
 
 
 def test_every_check_problem_is_reported(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "checks.yaml"
     path.write_text(
@@ -729,7 +698,7 @@ def test_every_check_problem_is_reported(
         "  mode: denylist\n"
         "  allow: [nosuchcall]\n"
     )
-    r = invoke(capsys, monkeypatch, ["--strict", str(path)])
+    r = cli(["--strict", str(path)])
     assert r.status == 1
     assert [line.split(": ")[:2] for line in r.err_lines] == [
         [f"{path}:3", "filesystem.read[0]"],

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import facts_fixture, invoke
+from clihelp import Invoke
+from test_cli import facts_fixture
 
 from cvg_kernel.bpf import evaluate
 from cvg_kernel.seccomp import DEFAULT_DENY, LAUNCHER_ALLOW, Filter
@@ -76,12 +77,11 @@ def allowlisted(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_cli_warns_and_accept_risk_opens(
+    cli: Invoke,
     allowlisted: tuple[Path, Path],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, facts = allowlisted
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 0
     assert any(
         line.startswith(
@@ -94,30 +94,22 @@ def test_cli_warns_and_accept_risk_opens(
     assert "mode: allowlist" in r.out and "on_violation: kill" in r.out
     assert Policy.model_validate(__import__("yaml").safe_load(r.out)).syscalls.mode == "allowlist"
 
-    r = invoke(capsys, monkeypatch, ["--compile", "--facts", str(facts), str(path)])
+    r = cli(["--compile", "--facts", str(facts), str(path)])
     assert r.status == 0, r.err
     seccomp = json.loads(r.out)["seccomp"]
     assert "ptrace" not in seccomp["allow"] and "ptrace" in seccomp["deny"]
     assert seccomp["on_violation"] == "kill"
 
-    r = invoke(
-        capsys, monkeypatch, ["--accept-risk", "--compile", "--facts", str(facts), str(path)]
-    )
+    r = cli(["--accept-risk", "--compile", "--facts", str(facts), str(path)])
     assert r.status == 0, r.err
     seccomp = json.loads(r.out)["seccomp"]
     assert "ptrace" in seccomp["allow"] and "ptrace" not in seccomp["deny"]
     assert any("warning: allowing ptrace opens" in line for line in r.err_lines), r.err
 
 
-def test_cli_explain_names_the_mode(
-    allowlisted: tuple[Path, Path],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_cli_explain_names_the_mode(cli: Invoke, allowlisted: tuple[Path, Path]) -> None:
     path, facts = allowlisted
-    r = invoke(
-        capsys, monkeypatch, ["--explain", "--format", "json", "--facts", str(facts), str(path)]
-    )
+    r = cli(["--explain", "--format", "json", "--facts", str(facts), str(path)])
     assert r.status == 0, r.err
     rules = {rule["address"]: rule for rule in json.loads(r.out)["rules"]}
     assert "kills the process" in rules["syscalls.allow"]["mechanism"]
@@ -142,24 +134,24 @@ def test_cli_explain_names_the_mode(
     ],
 )
 def test_cli_findings(
+    cli: Invoke,
     text: str,
     message: str,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(text)
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert any(message in line for line in r.err_lines), r.err
     assert r.status == (1 if "unknown" in message else 0)
 
 
 def test_bad_mode_is_one_line_with_the_line_number(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Invoke,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("version: 1\nsyscalls:\n  mode: allow\n")
-    r = invoke(capsys, monkeypatch, [str(path)])
+    r = cli([str(path)])
     assert r.status == 1
     assert len(r.err_lines) == 1 and r.err_lines[0].startswith(f"{path}:3: syscalls.mode"), r.err
