@@ -15,7 +15,7 @@ import signal
 import time
 
 from cvg_kernel import process
-from cvg_testing import in_child
+from cvg_testing import alive, in_child
 
 Identity = pwd.struct_passwd | None
 
@@ -36,15 +36,6 @@ def _tree() -> tuple[int, int]:
     grandchild = int(os.read(r, 32))
     os.close(r)
     return child, grandchild
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 def test_scan_raises_instead_of_reporting_nothing(identity: Identity) -> None:
@@ -111,7 +102,7 @@ def test_own_children_kill_the_tree_with_no_descriptor(identity: Identity) -> No
         except ChildProcessError:
             left = False
         return {"first": first == [kid], "rounds": rounds, "children_left": left,
-                "alive": [_alive(kid), _alive(grandkid)]}  # fmt: skip
+                "alive": [alive(kid), alive(grandkid)]}  # fmt: skip
 
     got = in_child(child, user=identity)
     assert got.error is None, got.error

@@ -21,6 +21,8 @@ from mcp import types
 from mcp.shared.exceptions import McpError
 from mcphelp import World, answer, cvg_mcp, kill_all, pids_with, wait_for
 
+from cvg_testing import alive
+
 CLIENT = textwrap.dedent(
     """
     import json, sys, anyio
@@ -71,7 +73,7 @@ def test_a_client_that_dies_mid_run_leaves_no_process_behind(world: World) -> No
         client.send_signal(signal.SIGKILL)
         client.wait()
         assert wait_for(lambda: _sleeps(marker) == 0, 15), pids_with(marker)
-        assert wait_for(lambda: not any(_alive(p) for p in server), 15)
+        assert wait_for(lambda: not any(alive(p) for p in server), 15)
     finally:
         client.kill()
         client.wait()
@@ -88,14 +90,6 @@ def _comm(pid: int) -> str:
             return f.read().strip()
     except OSError:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_cancelled_call_ends_its_run_and_the_session_goes_on(world: World) -> None:
@@ -231,7 +225,7 @@ def test_no_helper_outlives_the_server(rworld: World) -> None:
             return helpers
 
     helpers = anyio.run(body)
-    assert wait_for(lambda: not any(_alive(p) for p in helpers), 10)
+    assert wait_for(lambda: not any(alive(p) for p in helpers), 10)
 
 
 def _in_world(pid: int, world: World) -> bool:
@@ -255,7 +249,7 @@ def test_a_dead_helper_is_replaced(rworld: World) -> None:
             helpers = [p for p in tree if _ppid(p) not in tree]
             assert len(helpers) == 1
             kill_all(helpers)
-            assert wait_for(lambda: not _alive(helpers[0]), 5)
+            assert wait_for(lambda: not alive(helpers[0]), 5)
             first = await s.call_tool("run_sandboxed", args)
             if first.isError:
                 assert first.content[0].text.startswith("unavailable: ")  # type: ignore[union-attr]

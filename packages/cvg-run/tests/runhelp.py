@@ -51,7 +51,7 @@ from cvg_run import cli, planning, record, supervisor
 from cvg_run.cli import main
 from cvg_schema import RunRecord
 from cvg_schema.io import loads_as
-from cvg_testing import Tree, drop_to, tree_root
+from cvg_testing import Tree, drop_to, exit_child, stdio_from, tree_root
 
 CVG_RUN = Path(sys.executable).parent / "cvg-run"
 ABI_ENV = "CVG_LANDLOCK_ABI_MAX"
@@ -240,15 +240,8 @@ def start(
         try:
             # The report pipe goes high, out of the way of descriptors tests set up.
             rep = fcntl.fcntl(rep_w, fcntl.F_DUPFD_CLOEXEC, 200)
-            os.dup2(in_r, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            for fd in (in_r, in_w, out_r, out_w, err_r, err_w, rep_r, rep_w):
-                os.close(fd)
-            # pytest replaced sys.std*; the code under test must see the real fds.
-            sys.stdin = open(0, closefd=False)  # noqa: SIM115
-            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            close = (in_r, in_w, out_r, out_w, err_r, err_w, rep_r, rep_w)
+            stdio_from(in_r, out_w, err_w, close=close)
             for name, value in (env or {}).items():
                 if value is None:
                     os.environ.pop(name, None)
@@ -268,11 +261,7 @@ def start(
         except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             os.write(2, traceback.format_exc().encode())
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
+            exit_child(code)
     for fd in (in_r, out_w, err_w, rep_w):
         os.close(fd)
     os.write(in_w, stdin)
@@ -354,17 +343,6 @@ def procs_with(marker: str) -> list[int]:
         except OSError:
             continue
     return out
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    state = stat[stat.rindex(b")") + 2 :].split()[0]
-    return state not in (b"Z", b"X")
 
 
 def proc_field(pid: int, name: str) -> str | None:

@@ -137,18 +137,14 @@ def test_helper_never_outlives_its_owner(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 5
-        alive = [p for p in [helper, *tree] if _alive(p)]
-        while alive and time.monotonic() < deadline:
+        left = [p for p in [helper, *tree] if cvg_testing.alive(p)]
+        while left and time.monotonic() < deadline:
             time.sleep(0.05)
-            alive = [p for p in alive if _alive(p)]
-        assert alive == [], f"left behind: {alive}"
+            left = [p for p in left if cvg_testing.alive(p)]
+        assert left == [], f"left behind: {left}"
     finally:
         if proc.poll() is None:
             proc.kill()
-
-
-def _alive(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists() and not _is_zombie_or_gone(pid)
 
 
 def _tree(root: int) -> list[int]:

@@ -5,7 +5,18 @@ names the Landlock ABI it needs and this kernel lacks it.
 """
 
 from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi
-from cvg_testing.fork import Child, Spawned, attempt, attempt_name, errname, in_child, spawn
+from cvg_testing.fork import (
+    Child,
+    Spawned,
+    attempt,
+    attempt_name,
+    errname,
+    exit_child,
+    in_child,
+    spawn,
+    stdio_from,
+)
+from cvg_testing.procs import alive
 from cvg_testing.sink import Sink
 from cvg_testing.staging import (
     import_path_for,
@@ -25,12 +36,14 @@ __all__ = [
     "Spawned",
     "TextServer",
     "Tree",
+    "alive",
     "attempt",
     "attempt_name",
     "below_abi",
     "drop_to",
     "ensure_unpriv_user",
     "errname",
+    "exit_child",
     "identities",
     "import_path_for",
     "in_child",
@@ -41,6 +54,7 @@ __all__ = [
     "shared_dir",
     "spawn",
     "stage",
+    "stdio_from",
     "tree_root",
     "unpriv_python",
     "world_readable_dir",

@@ -17,9 +17,9 @@ import os
 import pwd
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from cvg_testing.users import drop_to
 
@@ -107,6 +107,29 @@ def attempt_name(fn: Callable[[], object]) -> str:
     return "OK"
 
 
+def stdio_from(stdin: int, stdout: int, stderr: int, *, close: Iterable[int]) -> None:
+    """In a forked child: descriptors 0, 1 and 2 from these, those in ``close``
+    closed, and sys.std* on the real descriptors again (pytest replaced them)."""
+    os.dup2(stdin, 0)
+    os.dup2(stdout, 1)
+    os.dup2(stderr, 2)
+    for fd in close:
+        os.close(fd)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+
+
+def exit_child(code: int) -> NoReturn:
+    """Leave a forked child with ``code``, its Python output flushed: it never returns
+    into the caller's code."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
 def spawn(
     fn: Callable[[], int],
     *,
@@ -123,15 +146,7 @@ def spawn(
     if pid == 0:
         code = 70
         try:
-            os.dup2(in_r, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
-                os.close(fd)
-            # pytest replaced sys.std*; the code under test must see the real fds.
-            sys.stdin = open(0, closefd=False)  # noqa: SIM115
-            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            stdio_from(in_r, out_w, err_w, close=(in_r, in_w, out_r, out_w, err_r, err_w))
             if user is not None:
                 drop_to(user)
             if before is not None:
@@ -140,11 +155,7 @@ def spawn(
         except BaseException:  # noqa: BLE001 - a forked child never returns into the caller's code
             os.write(2, traceback.format_exc().encode())
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
+            exit_child(code)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     os.write(in_w, stdin)
