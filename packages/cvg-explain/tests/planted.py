@@ -60,9 +60,7 @@ class Box(cvg_testing.Tree):
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
+    data = cvg_testing.Under("data")
 
     @property
     def env(self) -> dict[str, str]:

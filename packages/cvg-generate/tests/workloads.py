@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from cvg_testing import TextServer
+from cvg_testing import TextServer, Under
 
 BIN: Final = Path(sys.executable).parent
 TOOLS: Final = {"git": "git", "tar": "tar", "sqlite3": "sqlite3", "gcc": "gcc", "make": "make"}
@@ -288,14 +288,8 @@ class Place:
     """A working directory and a fake home, both under one temporary root."""
 
     root: Path
-
-    @property
-    def work(self) -> Path:
-        return self.root / "work"
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
+    work = Under("work")
+    home = Under("home")
 
     def env(self) -> dict[str, str]:
         return {"PATH": PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}

@@ -71,9 +71,7 @@ class World(cvg_testing.Tree):
 
     user: pwd.struct_passwd | None  # None: as root (ourselves)
 
-    @property
-    def policies(self) -> Path:
-        return self.root / "policies"
+    policies = cvg_testing.Under("policies")
 
     def env(self) -> dict[str, str]:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.xdg_env(), "LANG": "C.UTF-8"}

@@ -51,7 +51,7 @@ from cvg_run import cli, planning, record, supervisor
 from cvg_run.cli import main
 from cvg_schema import RunRecord
 from cvg_schema.io import loads_as
-from cvg_testing import Tree, drop_to, exit_child, stdio_from, tree_root
+from cvg_testing import Tree, Under, drop_to, exit_child, stdio_from, tree_root
 
 CVG_RUN = Path(sys.executable).parent / "cvg-run"
 ABI_ENV = "CVG_LANDLOCK_ABI_MAX"
@@ -73,10 +73,7 @@ class Box(Tree):
     """Directories any identity can use: HOME, XDG state and cache, a cwd, a share;
     TMPDIR is where cvg-run makes ${SCRATCH}, so kept ones go with the box."""
 
-    @property
-    def share(self) -> Path:
-        """A directory test policies grant write to, for markers and pid files."""
-        return self.root / "share"
+    share = Under("share")  # test policies grant write to it, for markers and pid files
 
     @property
     def env(self) -> dict[str, str | None]:

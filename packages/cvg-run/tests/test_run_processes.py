@@ -20,7 +20,6 @@ import pytest
 from runhelp import (
     PY,
     Box,
-    alive,
     main,
     make_policy,
     only_record,
@@ -33,6 +32,7 @@ from runhelp import (
 )
 
 from cvg_kernel import process
+from cvg_testing import alive
 
 Identity = pwd.struct_passwd | None
 

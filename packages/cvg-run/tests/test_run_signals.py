@@ -13,7 +13,6 @@ import pytest
 from runhelp import (
     CVG_RUN,
     Box,
-    alive,
     cli_env,
     load_record,
     main,
@@ -24,6 +23,8 @@ from runhelp import (
     token,
     wait_for,
 )
+
+from cvg_testing import alive
 
 Identity = pwd.struct_passwd | None
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]

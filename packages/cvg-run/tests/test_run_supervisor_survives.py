@@ -24,7 +24,6 @@ from typing import Any
 from runhelp import (
     PY,
     Box,
-    alive,
     environ,
     main,
     make_policy,
@@ -35,6 +34,7 @@ from runhelp import (
 )
 
 from cvg_kernel import process
+from cvg_testing import alive
 
 Identity = pwd.struct_passwd | None
 

@@ -25,7 +25,7 @@ from cvg_testing.staging import (
     unpriv_python,
     world_readable_dir,
 )
-from cvg_testing.tree import Tree, tree_root
+from cvg_testing.tree import Tree, Under, tree_root
 from cvg_testing.users import UNPRIV_USER, drop_to, ensure_unpriv_user, identities
 from cvg_testing.web import TextServer
 
@@ -36,6 +36,7 @@ __all__ = [
     "Spawned",
     "TextServer",
     "Tree",
+    "Under",
     "alive",
     "attempt",
     "attempt_name",

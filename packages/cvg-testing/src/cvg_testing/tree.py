@@ -6,8 +6,9 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, overload
 
-__all__ = ["Tree", "tree_root"]
+__all__ = ["Tree", "Under", "tree_root"]
 
 BASE = ("home", "state", "cache", "tmp", "cwd")
 
@@ -25,36 +26,37 @@ def tree_root(prefix: str, *extra: str, mode: int = 0o777, readonly: tuple[str, 
     return root
 
 
+class Under:
+    """A path under an object's ``root``, by name: ``home = Under("home")`` in the
+    class body makes ``obj.home`` be ``obj.root / "home"``."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Under: ...
+    @overload
+    def __get__(self, obj: _Rooted, owner: type | None = None) -> Path: ...
+    def __get__(self, obj: _Rooted | None, owner: type | None = None) -> Path | Under:
+        return self if obj is None else obj.root.joinpath(*self.parts)
+
+
+class _Rooted(Protocol):
+    root: Path
+
+
 @dataclass
 class Tree:
     """The tree made by :func:`tree_root`, by name."""
 
     root: Path
 
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def cache(self) -> Path:
-        return self.root / "cache"
-
-    @property
-    def tmp(self) -> Path:
-        return self.root / "tmp"
-
-    @property
-    def cwd(self) -> Path:
-        return self.root / "cwd"
-
-    @property
-    def runs(self) -> Path:
-        """Where cvg-run keeps its run records under this tree's state."""
-        return self.state / "cvg" / "runs"
+    home = Under("home")
+    state = Under("state")
+    cache = Under("cache")
+    tmp = Under("tmp")
+    cwd = Under("cwd")
+    runs = Under("state", "cvg", "runs")  # cvg-run's run records
 
     def xdg_env(self) -> dict[str, str]:
         """HOME, the XDG state and cache directories and TMPDIR, all in this tree."""
