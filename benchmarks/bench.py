@@ -662,13 +662,13 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+    parser = timing.rounds_parser(
+        __doc__,
+        runs=200,
+        warmup=3,
         epilog="Run as root on a machine as idle as you can make it; then --render, and "
         "commit benchmarks/results/<host>.json and README.md together.",
     )
-    parser.add_argument("--runs", type=int, default=200, help="measured rounds (default 200)")
-    parser.add_argument("--warmup", type=int, default=3, help="unmeasured rounds (default 3)")
     parser.add_argument(
         "--only", action="append", choices=CONFIGS, help="only this configuration (repeatable)"
     )
@@ -686,7 +686,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-extras", action="store_true", help="skip the generate, probe and compile timings"
     )
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
     parser.add_argument(
         "--render", action="store_true", help="rewrite the README's tables from the results"
     )
@@ -694,8 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.render:
         return render.main(["--check"] if args.check else [])
-    if args.runs < 1 or args.warmup < 0:
-        parser.error("--runs must be at least 1 and --warmup not negative")
+    timing.check_rounds(parser, args)
     if args.only and "bare" not in args.only:
         args.only.insert(0, "bare")
     if not os.access(PYTHON, os.X_OK):

@@ -224,14 +224,12 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=200, help="measured rounds (200)")
-    parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first (10)")
+    parser = timing.rounds_parser(__doc__, runs=200, warmup=10)
     parser.add_argument("--calls", type=int, default=400, help="calls per throughput test (400)")
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
     args = parser.parse_args()
-    if args.runs < 1 or args.warmup < 0 or args.calls < CLIENTS:
-        parser.error(f"--runs >= 1, --warmup >= 0 and --calls >= {CLIENTS}")
+    timing.check_rounds(parser, args)
+    if args.calls < CLIENTS:
+        parser.error(f"--calls must be at least {CLIENTS}")
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
     started = datetime.now(UTC)
     load_start = [round(x, 2) for x in os.getloadavg()]

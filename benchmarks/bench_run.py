@@ -25,7 +25,6 @@ updated and replaced atomically under a lock, and only that key is touched.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -185,19 +184,9 @@ def base_workloads(words_path: Path) -> dict[str, list[str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--runs", type=int, default=200, help="measured runs of each config and workload (200)"
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=5, help="unmeasured rounds before timing (default 5)"
-    )
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    parser = timing.rounds_parser(__doc__, runs=200, warmup=5)
     args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
-    if args.warmup < 0:
-        parser.error("--warmup must not be negative")
+    timing.check_rounds(parser, args)
     if not os.access(PYTHON, os.X_OK):
         raise SystemExit(f"bench_run: {PYTHON} is needed (the same interpreter bare and confined)")
 

@@ -24,7 +24,6 @@ is touched).
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -65,13 +64,9 @@ def strace_version() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=40, help="measured rounds (default 40)")
-    parser.add_argument("--warmup", type=int, default=3, help="unmeasured rounds (default 3)")
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    parser = timing.rounds_parser(__doc__, runs=40, warmup=3)
     args = parser.parse_args()
-    if args.runs < 1 or args.warmup < 0:
-        parser.error("--runs must be at least 1 and --warmup not negative")
+    timing.check_rounds(parser, args)
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
     os.environ.pop("CVG_TRACE_MODE", None)
     compile_sources()

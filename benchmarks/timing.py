@@ -8,13 +8,33 @@ hits all of them alike. The garbage collector is off while a round runs; the fir
 
 from __future__ import annotations
 
+import argparse
 import gc
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 Samples = dict[str, dict[str, list[int]]]
+
+
+def rounds_parser(doc: str, *, runs: int, warmup: int, **kw: Any) -> argparse.ArgumentParser:
+    """A round-based benchmark's options: --runs, --warmup and --output (its
+    docstring's first paragraph as the description); add its own, then check_rounds."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0], **kw)
+    parser.add_argument("--runs", type=int, default=runs, help=f"measured rounds ({runs})")
+    parser.add_argument(
+        "--warmup", type=int, default=warmup, help=f"unmeasured rounds first ({warmup})"
+    )
+    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    return parser
+
+
+def check_rounds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be at least 1 and --warmup not negative")
 
 
 @dataclass(frozen=True)
