@@ -394,18 +394,26 @@ def test_tcp_with_no_tcp_grant_names_the_rule_but_cannot_know_the_port(box: Box)
         assert "grants no TCP port" in e["cause"] and "unknown" in e["cause"]
 
 
-def test_tcp_connect(box: Box) -> None:
-    with listening(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)) as listener:
-        port = listener.address[1]
-        planted(
-            box,
-            ROOT,
-            SEND_TOOL,
-            _send_attempt("tcp", str(port), listener),
-            _tcp_policy("tcp_connect", 443),
-            Expect("landlock_net", "connect_tcp", "network.tcp_connect", "EACCES",
-                   [f"+  - {port}"], "high", port=port),
-        )  # fmt: skip
+@pytest.mark.parametrize("kind", ["tcp", "udp", "unix"])
+def test_a_send_to_a_listener_outside(box: Box, kind: str) -> None:
+    family, type_, addr = {
+        "tcp": (socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)),
+        "udp": (socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0)),
+        "unix": (socket.AF_UNIX, socket.SOCK_STREAM, str(box.root / "s.sock")),
+    }[kind]
+    with listening(family, type_, addr) as listener:
+        if kind == "tcp":
+            port = listener.address[1]
+            target, policy = str(port), _tcp_policy("tcp_connect", 443)
+            expect = Expect("landlock_net", "connect_tcp", "network.tcp_connect", "EACCES",
+                            [f"+  - {port}"], "high", port=port)  # fmt: skip
+        else:
+            # No inet (or unix) socket is granted at all: the family is refused.
+            target = str(addr) if kind == "unix" else str(listener.address[1])
+            policy = default_policy()
+            expect = Expect("seccomp", None, f"network.{kind}", "EAFNOSUPPORT",
+                            [f"+  {kind}: true"], "high")  # fmt: skip
+        planted(box, ROOT, SEND_TOOL, _send_attempt(kind, target, listener), policy, expect)
 
 
 BIND_TOOL = """\
@@ -435,33 +443,6 @@ def test_tcp_bind(box: Box) -> None:
         Expect("landlock_net", "bind_tcp", "network.tcp_bind", "EACCES",
                [f"+  - {port}"], "high", port=port),
     )  # fmt: skip
-
-
-def test_udp(box: Box) -> None:
-    with listening(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0)) as listener:
-        port = listener.address[1]
-        planted(
-            box,
-            ROOT,
-            SEND_TOOL,
-            _send_attempt("udp", str(port), listener),
-            default_policy(),
-            # No inet socket is granted at all, so the family is refused: EAFNOSUPPORT.
-            Expect("seccomp", None, "network.udp", "EAFNOSUPPORT", ["+  udp: true"], "high"),
-        )
-
-
-def test_unix_socket(box: Box) -> None:
-    path = str(box.root / "s.sock")
-    with listening(socket.AF_UNIX, socket.SOCK_STREAM, path) as listener:
-        planted(
-            box,
-            ROOT,
-            SEND_TOOL,
-            _send_attempt("unix", path, listener),
-            default_policy(),
-            Expect("seccomp", None, "network.unix", "EAFNOSUPPORT", ["+  unix: true"], "high"),
-        )
 
 
 # --- 8. ptrace, 9. a clone with a namespace flag --------------------------------------

@@ -75,6 +75,15 @@ ALL_FEATURES: tuple[str, ...] = (
 )
 
 
+def needs_abi(feature: str) -> int:
+    """The Landlock ABI that brought ``feature`` (0: not a Landlock feature)."""
+    kind, _, right = feature.partition(".")
+    if kind != "landlock":
+        return 0
+    table, _, name = right.partition(".")
+    return {"fs": FS_RIGHTS, "net": NET_RIGHTS, "scope": SCOPES}[table][name].abi
+
+
 def make_facts(
     abi: int,
     *,
@@ -82,7 +91,7 @@ def make_facts(
     absent: tuple[str, ...] = (),
     cap: int | None = None,
     arch: str = "x86_64",
-    euid: int = 1000,
+    euid: int | None = 1000,
 ) -> Facts:
     """Facts for Landlock ABI ``abi``: every feature that ABI has is proven, except
     ``unproven`` (listed, failed) and ``absent`` (not listed at all)."""
@@ -90,12 +99,7 @@ def make_facts(
     for name in ALL_FEATURES:
         if name in absent:
             continue
-        kind, _, right = name.partition(".")
-        needs = 0
-        if kind == "landlock":
-            table, _, rname = right.partition(".")
-            needs = {"fs": FS_RIGHTS, "net": NET_RIGHTS, "scope": SCOPES}[table][rname].abi
-        proven = needs <= abi and name not in unproven
+        proven = needs_abi(name) <= abi and name not in unproven
         feature: dict[str, Any] = {"name": name, "proven": proven, "how": "test"}
         if not proven:
             feature["error"] = "not available in this test"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import json
 import os
@@ -15,13 +14,14 @@ from typing import Any
 
 import pytest
 from clihelp import Invoke
+from conftest import ALL_FEATURES, make_facts, needs_abi
 
 import cvg_policy.cli as cli_module
 from cvg_policy.cli import main
 from cvg_policy.errors import PolicyError
 from cvg_policy.load import MAX_POLICY_BYTES, load_policy
 from cvg_policy.variables import context
-from cvg_schema import Facts, Feature, Plan, Policy, dumps, loads, loads_as
+from cvg_schema import Facts, Plan, Policy, dumps, loads, loads_as
 
 MALFORMED = Path(__file__).parent / "malformed"
 
@@ -92,32 +92,10 @@ EXPECTED: dict[str, tuple[int | None, str | None, str]] = {
 
 
 def facts_fixture(abi: int = 4) -> Facts:
-    """Facts of an ABI-4 kernel on which every feature was proven."""
-    names = [
-        "seccomp.filter",
-        "landlock.net.connect_tcp",
-        "landlock.net.bind_tcp",
-        "rlimit.cpu",
-        "rlimit.as",
-        "rlimit.data",
-        "rlimit.fsize",
-        "rlimit.nofile",
-        "rlimit.nproc",
-    ]
-    names += [
-        f"landlock.fs.{r}"
-        for r in ("execute", "write_file", "read_file", "read_dir", "remove_dir", "remove_file")
-    ]
-    names += [f"landlock.fs.{r}" for r in ("make_dir", "make_reg", "make_sock", "make_fifo")]
-    names += [f"landlock.fs.{r}" for r in ("make_sym", "refer", "truncate", "make_char")]
-    names += ["landlock.fs.make_block"]
-    return Facts(
-        kernel="6.8.0-test",
-        arch="x86_64",
-        landlock_abi=abi,
-        features=[Feature(name=n, proven=True, how="a test") for n in names],
-        probed_at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
-    )
+    """Facts of a kernel reporting ABI ``abi`` on which every feature of ABI 4 was
+    proven; nothing newer is listed."""
+    newer = tuple(name for name in ALL_FEATURES if needs_abi(name) > 4)
+    return make_facts(abi, absent=newer, euid=None)
 
 
 @pytest.fixture

@@ -152,6 +152,23 @@ _TYPE_MISMATCH: Final = frozenset(
 )
 
 
+# A bound's phrase, by error type: the ctx key holding the bound, and how it reads.
+_BOUNDS: Final[dict[str, tuple[str, str]]] = {
+    "less_than_equal": ("le", "at most {}"),
+    "less_than": ("lt", "less than {}"),
+    "greater_than_equal": ("ge", "at least {}"),
+    "greater_than": ("gt", "more than {}"),
+    "string_pattern_mismatch": ("pattern", "a string matching {}"),
+}
+# A length bound: the ctx key, which way it bounds, and what is counted.
+_LENGTHS: Final[dict[str, tuple[str, str, str]]] = {
+    "too_short": ("min_length", "at least", "item"),
+    "too_long": ("max_length", "at most", "item"),
+    "string_too_short": ("min_length", "at least", "character"),
+    "string_too_long": ("max_length", "at most", "character"),
+}
+
+
 def _plural(n: object, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -165,24 +182,12 @@ def _want(err: ErrorDetails) -> str | None:
         return simple
     if etype == "literal_error":
         return str(ctx.get("expected", "?"))
-    if etype == "less_than_equal":
-        return f"at most {ctx.get('le')}"
-    if etype == "less_than":
-        return f"less than {ctx.get('lt')}"
-    if etype == "greater_than_equal":
-        return f"at least {ctx.get('ge')}"
-    if etype == "greater_than":
-        return f"more than {ctx.get('gt')}"
-    if etype == "too_short":
-        return f"at least {_plural(ctx.get('min_length'), 'item')}"
-    if etype == "too_long":
-        return f"at most {_plural(ctx.get('max_length'), 'item')}"
-    if etype == "string_too_short":
-        return f"at least {_plural(ctx.get('min_length'), 'character')}"
-    if etype == "string_too_long":
-        return f"at most {_plural(ctx.get('max_length'), 'character')}"
-    if etype == "string_pattern_mismatch":
-        return f"a string matching {ctx.get('pattern')}"
+    if etype in _BOUNDS:
+        key, phrase = _BOUNDS[etype]
+        return phrase.format(ctx.get(key))
+    if etype in _LENGTHS:
+        key, bound, unit = _LENGTHS[etype]
+        return f"{bound} {_plural(ctx.get(key), unit)}"
     return None
 
 
