@@ -161,6 +161,14 @@ def compile_sources() -> None:
     )
 
 
+def ready_to_time() -> tuple[str, list[float], datetime]:
+    """No ABI cap inherited, bytecode compiled; then cvg-run's path, and the load
+    average and the time at the start."""
+    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
+    compile_sources()
+    return cvg_run_command(), loadavg(), datetime.now(UTC)
+
+
 def prepare_tmp(tmp: str) -> tuple[Path, Path, int]:
     """Make ``tmp``/cwd with the words file in it; return it, the file and its word count."""
     work = Path(tmp, "cwd")
@@ -190,11 +198,7 @@ def main() -> int:
     if not os.access(PYTHON, os.X_OK):
         raise SystemExit(f"bench_run: {PYTHON} is needed (the same interpreter bare and confined)")
 
-    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
-    compile_sources()
-    cvg_run = cvg_run_command()
-    load_start = loadavg()
-    started = datetime.now(UTC)
+    cvg_run, load_start, started = ready_to_time()
 
     with tempfile.TemporaryDirectory(prefix="cvg-bench-run-") as tmp:
         work, words_path, word_count = prepare_tmp(tmp)

@@ -28,7 +28,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,9 @@ import timing
 from bench_run import (
     PYTHON,
     base_workloads,
-    compile_sources,
-    cvg_run_command,
     loadavg,
     prepare_tmp,
+    ready_to_time,
     recorded_workloads,
     results_ms,
     summary_values,
@@ -67,12 +65,8 @@ def main() -> int:
     parser = timing.rounds_parser(__doc__, runs=40, warmup=3)
     args = parser.parse_args()
     timing.check_rounds(parser, args)
-    os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
     os.environ.pop("CVG_TRACE_MODE", None)
-    compile_sources()
-    cvg_run = cvg_run_command()
-    load_start = loadavg()
-    started = datetime.now(UTC)
+    cvg_run, load_start, started = ready_to_time()
 
     with tempfile.TemporaryDirectory(prefix="cvg-bench-trace-") as tmp:
         work, words_path, word_count = prepare_tmp(tmp)

@@ -368,18 +368,26 @@ def test_forked_children_are_covered(identity: pwd.struct_passwd | None) -> None
 # --------------------------------------------------------------------------- fail-closed
 
 
+def _personality_notified(
+    identity: pwd.struct_passwd | None, supervisor: Callable[[int, int], Any]
+) -> Run:
+    """personality(ADDR_NO_RANDOMIZE) under the notify filter, ``supervisor`` holding
+    the listener."""
+    return run_tool(
+        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
+        identity,
+        "notify",
+        oracle=personality_of,
+        supervisor=supervisor,
+    )
+
+
 def test_listener_closed_before_the_call(identity: pwd.struct_passwd | None) -> None:
     def close_it(sock_fd: int, tool: int) -> None:
         os.close(receive_listener(sock_fd, timeout=10))
         os.close(sock_fd)
 
-    run = run_tool(
-        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
-        identity,
-        "notify",
-        oracle=personality_of,
-        supervisor=close_it,
-    )
+    run = _personality_notified(identity, close_it)
     assert (run.value, run.seen & ADDR_NO_RANDOMIZE) == ("ENOSYS", 0)
 
 
@@ -491,13 +499,7 @@ def test_pending_call_fails_when_the_supervisor_dies(identity: pwd.struct_passwd
         state["thread"] = threading.Thread(target=watch_then_kill, args=(pid, r, tool))
         state["thread"].start()
 
-    run = run_tool(
-        lambda: attempt_name(lambda: sc("personality", ADDR_NO_RANDOMIZE)),
-        identity,
-        "notify",
-        oracle=personality_of,
-        supervisor=hold_then_die,
-    )
+    run = _personality_notified(identity, hold_then_die)
     state["thread"].join()
     assert state["during"] == 0 and state["syscall"] == str(NR["personality"])
     assert (run.value, run.seen & ADDR_NO_RANDOMIZE) == ("ENOSYS", 0)

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,8 +80,18 @@ def explain(policy: Policy, facts: Facts, home: Path):  # type: ignore[no-untype
     return explain_policy(policy, facts=facts, variables=context(home=str(home)))
 
 
-def test_every_rule_gets_a_status(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
-    report = explain(policy, facts_factory(7), home)
+ReportAt = Callable[..., Any]
+
+
+@pytest.fixture
+def report_at(policy: Policy, facts_factory: MakeFacts, home: Path) -> ReportAt:
+    """The report on this test's policy for a kernel of Landlock ABI ``abi`` on which
+    every feature of it is proven (facts_factory's options after it)."""
+    return lambda abi, **facts: explain(policy, facts_factory(abi, **facts), home)
+
+
+def test_every_rule_gets_a_status(report_at: ReportAt, policy: Policy) -> None:
+    report = report_at(7)
     addresses = [r.address for r in report.rules]
     assert set(addresses) == EXPECTED_ADDRESSES
     assert len(addresses) == len(set(addresses))
@@ -93,19 +104,15 @@ def test_every_rule_gets_a_status(policy: Policy, facts_factory: MakeFacts, home
         policy.rule(r.address)
 
 
-def test_abi_7_with_everything_proven_is_enforced(
-    policy: Policy, facts_factory: MakeFacts, home: Path
-) -> None:
-    report = explain(policy, facts_factory(7), home)
+def test_abi_7_with_everything_proven_is_enforced(report_at: ReportAt) -> None:
+    report = report_at(7)
     assert {r.address: r.status for r in report.rules if r.status != "enforced"} == {}
     assert report.degraded == []
     assert report.abi == 7
 
 
-def test_abi_4_scopes_signals_in_the_supervisor(
-    policy: Policy, facts_factory: MakeFacts, home: Path
-) -> None:
-    report = explain(policy, facts_factory(4), home)
+def test_abi_4_scopes_signals_in_the_supervisor(report_at: ReportAt) -> None:
+    report = report_at(4)
     signal = report.rule("ipc.signal_outside")
     assert signal.status == "enforced"
     assert "supervisor" in signal.mechanism and "user notification" in signal.mechanism
@@ -118,8 +125,8 @@ def test_abi_4_scopes_signals_in_the_supervisor(
         assert report.rule(d.rule).status != "enforced", d
 
 
-def test_abi_3_loses_port_filtering(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
-    report = explain(policy, facts_factory(3), home)
+def test_abi_3_loses_port_filtering(report_at: ReportAt) -> None:
+    report = report_at(3)
     assert report.rule("network.tcp_connect[1]").status == "unenforceable"
     assert "every port" in (report.rule("network.tcp_connect[1]").lost or "")
     # seccomp still keeps MPTCP/SCTP out: partial, not nothing.
@@ -128,10 +135,8 @@ def test_abi_3_loses_port_filtering(policy: Policy, facts_factory: MakeFacts, ho
         assert report.rule(d.rule or "").status != "enforced", d
 
 
-def test_abi_2_read_grants_lose_truncate(
-    policy: Policy, facts_factory: MakeFacts, home: Path
-) -> None:
-    report = explain(policy, facts_factory(2), home)
+def test_abi_2_read_grants_lose_truncate(report_at: ReportAt) -> None:
+    report = report_at(2)
     read = report.rule("filesystem.read[0]")
     assert read.status == "partial"
     assert "truncated" in (read.lost or "")
@@ -139,17 +144,15 @@ def test_abi_2_read_grants_lose_truncate(
     assert report.rule("filesystem.write[1]").status == "enforced"
 
 
-def test_abi_1_write_notes_refer(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
-    report = explain(policy, facts_factory(1), home)
+def test_abi_1_write_notes_refer(report_at: ReportAt) -> None:
+    report = report_at(1)
     note = report.rule("filesystem.write[1]").note or ""
     assert "refer" in note and "more restrictive" in note
     assert report.rule("filesystem.write[1]").status == "enforced"
 
 
-def test_no_landlock_makes_filesystem_unenforceable(
-    policy: Policy, facts_factory: MakeFacts, home: Path
-) -> None:
-    report = explain(policy, facts_factory(0), home)
+def test_no_landlock_makes_filesystem_unenforceable(report_at: ReportAt) -> None:
+    report = report_at(0)
     for address in (
         "filesystem.read[0]",
         "filesystem.read[1]",
@@ -196,7 +199,9 @@ def test_missing_feature_proofs(policy: Policy, facts_factory: MakeFacts, home: 
 
 
 def test_unix_true_below_abi_9(
-    home: Path, policy_factory: MakePolicy, facts_factory: MakeFacts
+    home: Path,
+    policy_factory: MakePolicy,
+    facts_factory: MakeFacts,
 ) -> None:
     policy = policy_factory(network={"unix": True}, filesystem={"read": [str(home)]})
     at7 = explain(policy, facts_factory(7), home).rule("network.unix")
@@ -207,10 +212,8 @@ def test_unix_true_below_abi_9(
     assert "abstract" in (at4.lost or "")
 
 
-def test_notes_report_symlinks_expansions_and_missing_paths(
-    policy: Policy, facts_factory: MakeFacts, home: Path
-) -> None:
-    report = explain(policy, facts_factory(7), home)
+def test_notes_report_symlinks_expansions_and_missing_paths(report_at: ReportAt) -> None:
+    report = report_at(7)
     if os.path.islink("/lib"):
         assert f"the rule is on {os.path.realpath('/lib')}" in (
             report.rule("filesystem.read[1]").note or ""
@@ -227,8 +230,8 @@ def test_notes_report_symlinks_expansions_and_missing_paths(
     assert {"filesystem.read[2]", "filesystem.deny[1]"} <= warned
 
 
-def test_root_processes_note(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
-    note = explain(policy, facts_factory(7, euid=0), home).rule("resources.processes").note
+def test_root_processes_note(report_at: ReportAt) -> None:
+    note = report_at(7, euid=0).rule("resources.processes").note
     assert note is not None and "root" in note
 
 
@@ -246,8 +249,8 @@ def test_standing_limits() -> None:
         assert s.reason and "\n" not in s.reason
 
 
-def test_report_dict_is_json(policy: Policy, facts_factory: MakeFacts, home: Path) -> None:
-    report = explain(policy, facts_factory(4), home)
+def test_report_dict_is_json(report_at: ReportAt) -> None:
+    report = report_at(4)
     data = json.loads(json.dumps(report_dict(report)))
     assert data["landlock_abi"] == 4
     assert sum(data["summary"].values()) == len(EXPECTED_ADDRESSES)
