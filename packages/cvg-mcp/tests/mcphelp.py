@@ -22,12 +22,13 @@ import signal
 import sys
 import sysconfig
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import yaml
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -143,6 +144,16 @@ async def session(
 async def cvg_mcp(world: World, *flags: str) -> AsyncIterator[ClientSession]:
     async with session(world.server_argv(*flags), world.env(), str(world.cwd)) as s:
         yield s
+
+
+def in_session(body: Callable[[ClientSession], Awaitable[None]], world: World, *flags: str) -> None:
+    """Run ``body`` with a fresh cvg-mcp session on ``world``, started with ``flags``."""
+
+    async def main() -> None:
+        async with cvg_mcp(world, *flags) as s:
+            await body(s)
+
+    anyio.run(main)
 
 
 def answer(result: CallToolResult) -> dict[str, Any]:

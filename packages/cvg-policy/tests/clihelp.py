@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,6 @@ def invoke(
 
 Invoke = Callable[..., Result]
 """``cli(args, stdin=None)``: :func:`invoke` bound to one test's capture and patching."""
+
+PolicyFile = Callable[[str], Path]
+"""``policy_file(text)``: ``text`` written to p.yaml in the test's tmp_path."""

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from clihelp import Invoke, Result, invoke
+from clihelp import Invoke, PolicyFile, Result, invoke
 
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
 from cvg_schema import Facts, Policy, load_policy_dict
@@ -136,3 +136,15 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
         return invoke(capsys, monkeypatch, args, stdin)
 
     return call
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> PolicyFile:
+    """``policy_file(text)``: the path of p.yaml in tmp_path, holding ``text``."""
+
+    def write(text: str) -> Path:
+        path = tmp_path / "p.yaml"
+        path.write_text(text)
+        return path
+
+    return write

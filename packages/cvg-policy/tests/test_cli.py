@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clihelp import Invoke
+from clihelp import Invoke, PolicyFile
 from conftest import ALL_FEATURES, make_facts, needs_abi
 
 import cvg_policy.cli as cli_module
@@ -129,10 +129,7 @@ def test_every_malformed_file_has_an_expectation() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_malformed_policy_is_one_line_and_exit_1(
-    cli: Invoke,
-    name: str,
-) -> None:
+def test_malformed_policy_is_one_line_and_exit_1(cli: Invoke, name: str) -> None:
     path = str(MALFORMED / name)
     r = cli([path])
     assert r.status == 1
@@ -149,20 +146,14 @@ def test_malformed_policy_is_one_line_and_exit_1(
 
 
 @pytest.mark.parametrize("name", ["duplicate_key.yaml", "binary_garbage.bin", "empty.yaml"])
-def test_malformed_on_stdin_is_named_stdin(
-    cli: Invoke,
-    name: str,
-) -> None:
+def test_malformed_on_stdin_is_named_stdin(cli: Invoke, name: str) -> None:
     r = cli(["-"], stdin=(MALFORMED / name).read_bytes())
     assert r.status == 1
     assert len(r.err_lines) == 1
     assert r.err.startswith("<stdin>")
 
 
-def test_a_policy_over_one_mib_is_refused(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_a_policy_over_one_mib_is_refused(cli: Invoke, tmp_path: Path) -> None:
     big = tmp_path / "big.yaml"
     big.write_bytes(b"version: 1\n" + b"#" * MAX_POLICY_BYTES)
     r = cli([str(big)])
@@ -173,10 +164,7 @@ def test_a_policy_over_one_mib_is_refused(
 # --- valid policies -------------------------------------------------------------------
 
 
-def test_a_clean_policy_exits_0_and_writes_yaml_that_reloads(
-    cli: Invoke,
-    policy_dir: Path,
-) -> None:
+def test_a_clean_policy_exits_0_and_writes_yaml_that_reloads(cli: Invoke, policy_dir: Path) -> None:
     path = policy_dir / "p.yaml"
     path.write_text(clean_policy(policy_dir))
     r = cli([str(path)])
@@ -185,10 +173,7 @@ def test_a_clean_policy_exits_0_and_writes_yaml_that_reloads(
     assert load_policy(r.out).policy == load_policy(path.read_bytes()).policy
 
 
-def test_stdin_is_the_default(
-    cli: Invoke,
-    policy_dir: Path,
-) -> None:
+def test_stdin_is_the_default(cli: Invoke, policy_dir: Path) -> None:
     text = clean_policy(policy_dir).replace('"${POLICY_DIR}/data"', "/usr")
     for args in ([], ["-"]):
         r = cli(args, stdin=text.encode())
@@ -197,11 +182,10 @@ def test_stdin_is_the_default(
 
 
 def test_warnings_go_to_stderr_one_per_line_and_q_silences_them(
+    policy_file: PolicyFile,
     cli: Invoke,
-    tmp_path: Path,
 ) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text("version: 1\nfilesystem:\n  write: [/etc]\nnetwork:\n  tcp_connect: [25]\n")
+    path = policy_file("version: 1\nfilesystem:\n  write: [/etc]\nnetwork:\n  tcp_connect: [25]\n")
     r = cli([str(path)])
     assert r.status == 0
     assert r.err_lines == [
@@ -216,11 +200,11 @@ def test_warnings_go_to_stderr_one_per_line_and_q_silences_them(
 
 
 def test_strict_makes_a_missing_path_an_error(
+    policy_file: PolicyFile,
     cli: Invoke,
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text(f"version: 1\nfilesystem:\n  read:\n    - {tmp_path}/gone\n")
+    path = policy_file(f"version: 1\nfilesystem:\n  read:\n    - {tmp_path}/gone\n")
     r = cli([str(path)])
     assert r.status == 0
     assert r.err_lines == [f"{path}:4: filesystem.read[0]: warning: {tmp_path}/gone does not exist"]
@@ -230,11 +214,11 @@ def test_strict_makes_a_missing_path_an_error(
 
 
 def test_cwd_option_sets_the_cwd_variable(
+    policy_file: PolicyFile,
     cli: Invoke,
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text('version: 1\nfilesystem:\n  read: ["${CWD}/src"]\n')
+    path = policy_file('version: 1\nfilesystem:\n  read: ["${CWD}/src"]\n')
     r = cli(["--cwd", str(tmp_path), str(path)])
     assert r.err_lines == [
         f"{path}:3: filesystem.read[0]: warning: ${{CWD}}/src ({tmp_path}/src) does not exist"
@@ -278,10 +262,7 @@ def test_format_json_writes_a_policy_message_with_reasons(cli: Invoke) -> None:
 # --- -o: atomic, and untouched on failure --------------------------------------------
 
 
-def test_output_file_is_written(
-    cli: Invoke,
-    policy_dir: Path,
-) -> None:
+def test_output_file_is_written(cli: Invoke, policy_dir: Path) -> None:
     src = policy_dir / "in.yaml"
     src.write_text(clean_policy(policy_dir))
     out = policy_dir / "out.yaml"
@@ -297,10 +278,7 @@ def test_output_dash_is_stdout(cli: Invoke) -> None:
     assert json.loads(r.out)["version"] == 1
 
 
-def test_output_can_replace_its_own_input(
-    cli: Invoke,
-    policy_dir: Path,
-) -> None:
+def test_output_can_replace_its_own_input(cli: Invoke, policy_dir: Path) -> None:
     src = policy_dir / "p.yaml"
     src.write_text(clean_policy(policy_dir))
     before = load_policy(src.read_bytes()).policy
@@ -326,10 +304,7 @@ def test_a_failing_validation_leaves_the_output_untouched(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml"]  # no temporary left
 
 
-def test_an_unwritable_output_is_a_usage_error(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_an_unwritable_output_is_a_usage_error(cli: Invoke, tmp_path: Path) -> None:
     r = cli(["-o", str(tmp_path / "no" / "such" / "dir.yaml")], b"version: 1\n")
     assert r.status == 2
     assert len(r.err_lines) == 1 and "cannot write" in r.err
@@ -355,11 +330,7 @@ def test_an_unwritable_output_is_a_usage_error(
         (["a.yaml", "b.yaml"], "unexpected extra argument"),
     ],
 )
-def test_usage_errors_exit_2(
-    cli: Invoke,
-    args: list[str],
-    needle: str,
-) -> None:
+def test_usage_errors_exit_2(cli: Invoke, args: list[str], needle: str) -> None:
     r = cli(args, stdin=b"version: 1\n")
     assert r.status == 2
     assert len(r.err_lines) == 1, r.err
@@ -368,10 +339,7 @@ def test_usage_errors_exit_2(
     assert r.out == ""
 
 
-def test_a_directory_is_a_usage_error(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_a_directory_is_a_usage_error(cli: Invoke, tmp_path: Path) -> None:
     r = cli([str(tmp_path)])
     assert r.status == 2
     assert r.err_lines == [
@@ -379,10 +347,7 @@ def test_a_directory_is_a_usage_error(
     ]
 
 
-def test_a_missing_facts_file_is_a_usage_error(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_a_missing_facts_file_is_a_usage_error(cli: Invoke, tmp_path: Path) -> None:
     p = tmp_path / "p.yaml"
     p.write_text("version: 1\n")
     r = cli(["--explain", "--facts", str(tmp_path / "nope.json"), str(p)])
@@ -438,11 +403,7 @@ def facts_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_explain_table_lists_every_rule(
-    cli: Invoke,
-    policy_dir: Path,
-    facts_file: Path,
-) -> None:
+def test_explain_table_lists_every_rule(cli: Invoke, policy_dir: Path, facts_file: Path) -> None:
     from cvg_policy.explain import explain_policy
 
     path = policy_dir / "p.yaml"
@@ -461,11 +422,7 @@ def test_explain_table_lists_every_rule(
     assert "Known limits on any kernel:" in r.out
 
 
-def test_explain_json_is_the_report(
-    cli: Invoke,
-    policy_dir: Path,
-    facts_file: Path,
-) -> None:
+def test_explain_json_is_the_report(cli: Invoke, policy_dir: Path, facts_file: Path) -> None:
     from cvg_policy.explain import explain_policy, report_dict
 
     path = policy_dir / "p.yaml"
@@ -490,10 +447,7 @@ def test_explain_reads_facts_from_stdin(cli: Invoke, policy_dir: Path) -> None:
     assert "Landlock ABI 4" in r.out
 
 
-def test_invalid_facts_are_one_line_and_exit_1(
-    cli: Invoke,
-    policy_dir: Path,
-) -> None:
+def test_invalid_facts_are_one_line_and_exit_1(cli: Invoke, policy_dir: Path) -> None:
     path = policy_dir / "p.yaml"
     path.write_text("version: 1\n")
     bad = json.dumps({"kind": "cvg.facts", "schema_version": "1.0", "kernel": "x"}).encode()
@@ -503,11 +457,7 @@ def test_invalid_facts_are_one_line_and_exit_1(
     assert r.err.startswith("<stdin>: facts: $.")
 
 
-def test_compile_prints_the_plan(
-    cli: Invoke,
-    policy_dir: Path,
-    facts_file: Path,
-) -> None:
+def test_compile_prints_the_plan(cli: Invoke, policy_dir: Path, facts_file: Path) -> None:
     from cvg_policy.compile import compile_policy
 
     path = policy_dir / "p.yaml"
@@ -622,10 +572,7 @@ def test_probe_pipeline_with_facts_from_stdin(policy_dir: Path) -> None:
     assert f"Landlock ABI {parsed.effective_landlock_abi}".encode() in done.stdout
 
 
-def test_every_schema_problem_is_reported_in_the_files_order(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_every_schema_problem_is_reported_in_the_files_order(cli: Invoke, tmp_path: Path) -> None:
     # Sections out of the schema's own order: the lines follow the file.
     path = tmp_path / "three.yaml"
     path.write_text(
@@ -649,10 +596,7 @@ def test_every_schema_problem_is_reported_in_the_files_order(
     assert "not absolute" in r.err_lines[1] and "port 70000" in r.err_lines[3]
 
 
-def test_a_union_problem_is_still_one_line(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_a_union_problem_is_still_one_line(cli: Invoke, tmp_path: Path) -> None:
     path = tmp_path / "union.yaml"
     path.write_text("version: 1\nresources:\n  open_files: [1, 2, 3]\n  memory_mb: lots\n")
     r = cli([str(path)])
@@ -663,10 +607,7 @@ def test_a_union_problem_is_still_one_line(
     ], r.err
 
 
-def test_every_check_problem_is_reported(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
+def test_every_check_problem_is_reported(cli: Invoke, tmp_path: Path) -> None:
     path = tmp_path / "checks.yaml"
     path.write_text(
         "version: 1\n"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from clihelp import Invoke
+from clihelp import Invoke, PolicyFile
 from test_cli import facts_fixture
 
 from cvg_kernel.bpf import evaluate
@@ -67,19 +67,15 @@ def test_the_compiled_program_refuses_what_is_not_listed() -> None:
 
 
 @pytest.fixture
-def allowlisted(tmp_path: Path) -> tuple[Path, Path]:
+def allowlisted(policy_file: PolicyFile, tmp_path: Path) -> tuple[Path, Path]:
     """The allowlist policy and ABI 6 facts, as files."""
-    path = tmp_path / "p.yaml"
-    path.write_text(ALLOWLIST)
+    path = policy_file(ALLOWLIST)
     facts = tmp_path / "facts.json"
     facts.write_text(facts_fixture(6).model_dump_json())
     return path, facts
 
 
-def test_cli_warns_and_accept_risk_opens(
-    cli: Invoke,
-    allowlisted: tuple[Path, Path],
-) -> None:
+def test_cli_warns_and_accept_risk_opens(cli: Invoke, allowlisted: tuple[Path, Path]) -> None:
     path, facts = allowlisted
     r = cli([str(path)])
     assert r.status == 0
@@ -133,25 +129,15 @@ def test_cli_explain_names_the_mode(cli: Invoke, allowlisted: tuple[Path, Path])
         ),
     ],
 )
-def test_cli_findings(
-    cli: Invoke,
-    text: str,
-    message: str,
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text(text)
+def test_cli_findings(policy_file: PolicyFile, cli: Invoke, text: str, message: str) -> None:
+    path = policy_file(text)
     r = cli([str(path)])
     assert any(message in line for line in r.err_lines), r.err
     assert r.status == (1 if "unknown" in message else 0)
 
 
-def test_bad_mode_is_one_line_with_the_line_number(
-    cli: Invoke,
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text("version: 1\nsyscalls:\n  mode: allow\n")
+def test_bad_mode_is_one_line_with_the_line_number(policy_file: PolicyFile, cli: Invoke) -> None:
+    path = policy_file("version: 1\nsyscalls:\n  mode: allow\n")
     r = cli([str(path)])
     assert r.status == 1
     assert len(r.err_lines) == 1 and r.err_lines[0].startswith(f"{path}:3: syscalls.mode"), r.err
