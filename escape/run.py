@@ -1702,7 +1702,7 @@ def native_abi() -> int:
     return max(int(r), 0)
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915 - drives every cell; to be split
+def main(argv: list[str] | None = None) -> int:
     global HARD_TIMEOUT  # --hard-timeout sets it, before the pool forks its workers
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
