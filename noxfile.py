@@ -209,7 +209,7 @@ def _installed(session: nox.Session, line: str, dists: list[str], tmp: Path) -> 
 def install(session: nox.Session) -> None:
     """The README's Install lines, as written, from freshly built wheels into temporary
     tool directories: each distribution's tools alone (uv tool's one-tool line for
-    every distribution, pipx's as written) and all at once (the cvg distribution).
+    every distribution, pipx's as written) and all at once (the cvg-sandbox distribution).
     Each installed tool answers --help and has its man page; then the completion
     script of every tool installed at once loads into bash, zsh and fish
     (tools/test_completion.py). Third-party packages come from PyPI. Installs zsh,
@@ -222,12 +222,12 @@ def install(session: nox.Session) -> None:
     # install the one an earlier run built from older sources.
     session.run("rm", "-rf", str(tmp / "uv-cache"), external=True)
     shipping = [d for d in PACKAGES if _pyproject(d)["project"].get("scripts")]
-    every = [*shipping, "cvg"]
+    every = [*shipping, "cvg-sandbox"]
     for line in _readme_install():
         if line.startswith("uv build"):
             session.run("rm", "-rf", str(ROOT / "dist"), external=True)
             session.run("bash", "-c", line, external=True)
-        elif "dist/cvg-0*.whl" in line:  # every tool at once
+        elif "dist/cvg_sandbox-*.whl" in line:  # every tool at once
             _installed(session, line, every, tmp / "every")
             session.run(
                 "pytest", "tools/test_completion.py", "-q",

@@ -107,8 +107,8 @@ def run_as_program(strings: set[str]) -> set[str]:
 
 
 # Distributions that only gather others, import nothing and ship no code of their own
-# (packages/cvg/tests checks what it depends on).
-META = {"cvg"}
+# (packages/cvg-sandbox/tests checks what it depends on).
+META = {"cvg-sandbox"}
 
 
 @pytest.mark.parametrize("dist", DISTS)

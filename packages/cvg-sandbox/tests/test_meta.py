@@ -1,4 +1,4 @@
-"""The cvg distribution depends on every sibling that ships a command, in the
+"""The cvg-sandbox distribution depends on every sibling that ships a command, in the
 range the siblings use for each other, and on nothing else."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from importlib.metadata import distribution, requires
 from pathlib import Path
 from typing import Any
 
-import cvg
+import cvg_sandbox
 
 PACKAGES = Path(__file__).resolve().parents[2]
 SIBLING_RANGE = ">=0.1,<0.2"
@@ -43,7 +43,7 @@ def _split(req: str) -> tuple[str, str]:
 
 
 def test_depends_on_every_shipping_sibling_in_the_sibling_range() -> None:
-    deps = dict(_split(r) for r in _project("cvg")["dependencies"])
+    deps = dict(_split(r) for r in _project("cvg-sandbox")["dependencies"])
     assert set(deps) == _shipping()
     assert "cvg-testing" not in deps
     assert set(deps.values()) == {SIBLING_RANGE}
@@ -58,13 +58,14 @@ def test_the_range_is_the_one_siblings_use_for_each_other() -> None:
 
 
 def test_the_version_is_the_distributions_and_the_siblings_series() -> None:
-    assert cvg.__version__ == distribution("cvg").version == _project("cvg")["version"]
+    version = _project("cvg-sandbox")["version"]
+    assert cvg_sandbox.__version__ == distribution("cvg-sandbox").version == version
     for name in _shipping():
         assert _project(name)["version"].startswith("0.1."), name
 
 
 def test_the_installed_metadata_requires_them_all() -> None:
-    installed = {_split(r)[0] for r in requires("cvg") or []}
+    installed = {_split(r)[0] for r in requires("cvg-sandbox") or []}
     assert installed == _shipping()
     for name in installed:  # each is installed alongside, at a version in range
         assert distribution(name).version.startswith("0.1."), name
