@@ -1,5 +1,5 @@
 """Resource limits around their edges: threads under a process limit, and memory
-that lives outside the address space RLIMIT_AS bounds."""
+that lives outside the private memory RLIMIT_DATA bounds."""
 
 import os
 import sys
@@ -44,7 +44,7 @@ def threads_past_processes(a):
 )
 def memfd_past_memory_mb(a):
     """memory_mb: 64, then 512 MiB written into memfds with write(): page cache of an
-    anonymous file counts against neither RLIMIT_AS nor resident memory. Should be
+    anonymous file counts against neither RLIMIT_DATA nor resident memory. Should be
     stopped by a limit on the tool's memory as a whole (a cgroup) or by seccomp
     (memfd_create)."""
     chunk = b"\x01" * (1 << 20)

@@ -98,7 +98,7 @@ def fork_storm_of_orphans(a):
 @attack("resources", "rss", policy="limits", hold=2.0, extra=_lim())
 def memory_one_process(a):
     """Allocate and touch 320 MiB in one process (memory_mb: 192). Stopped by
-    RLIMIT_AS."""
+    RLIMIT_DATA."""
     blob = b"\x01" * (320 << 20)
     time.sleep(1.5)
     del blob
