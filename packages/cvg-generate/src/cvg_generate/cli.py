@@ -45,16 +45,24 @@ Pipelines:
 \b
 What becomes a rule (each with the events behind it as its reasons):
   a file read                  filesystem.read on that file
-  a directory listed           filesystem.read on the directory
+  a directory listed           filesystem.read on the directory (a tree)
   8+ files read in one dir     filesystem.read on the directory
   a file written               filesystem.write on that file
   a name created or removed    filesystem.write on its directory
-  anything in the working dir  one rule on ${CWD} (the tool's workspace)
+  anything in the working dir  one rule on ${CWD} (the tool's workspace); write on it
+                               when the tool wrote a file anywhere or ran a shell or make
   a program run                filesystem.execute on it, its ELF interpreter, its #! chain
   python, node, glibc          their runtime baseline (stdlib, locale, zoneinfo, gconv, libs)
   a shell or make ran          execute on the standard utilities (rm, xargs, gunzip, ...)
+  a program of a dpkg package  execute on the package's other programs (bin, sbin, libexec;
+                               not for a package with a setuid/setgid program or a shell)
   any program                  write on /dev/null
   a TCP connect or bind        network.tcp_connect / tcp_bind on the port
+  a TCP or UDP connect         read on the resolver files (/etc/hosts, resolv.conf, ...)
+  a server (waited on stdin    wall_clock_seconds: null, an hour of CPU per process
+   or accepted a connection)
+  memory measured              memory_mb: 4x the peak, at least 512
+  variables it was given       environment.set (a secret-looking one: environment.pass)
   a probe that got ENOENT      nothing: Landlock keeps it ENOENT
 Never granted: a secret (~/.ssh, .env, *.pem, ...) or a decoy, whatever the tool
 did; what the learning sandbox denied (unless --grant-denied); write on /, /usr,
