@@ -35,6 +35,7 @@ Results go under the key ``"falsedenial"`` (or ``"falsedenial-<mode>"``) of
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import json
 import math
@@ -45,6 +46,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,11 +58,16 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 import results_file  # noqa: E402
+from classify import CLASSES, classify, env_missing  # noqa: E402
 
 TIMEOUT = 300
 LABELS = ("hand-A", "hand-B", "gen-A", "gen-B")
+GAP = 300.0  # the idle gap inside an MCP session on B, in seconds
+CURVE = (1, 2, 3)  # learn from A; A and B; A, B and C; run on the held-out D
+SERVERS_PLACEHOLDER = "@SERVERS@"
 # Write on any of these as a whole is an overgrant: the tool could rewrite the system,
 # plant files for other programs, or touch every user file.
 BROAD_WRITE = {
@@ -129,11 +136,21 @@ class Outcome:
 
 
 class Suite:
-    def __init__(self, root: Path, syscalls: str | None, base_env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        syscalls: str | None,
+        base_env: dict[str, str],
+        gap: float = GAP,
+        servers: Path | None = None,
+    ) -> None:
         self.root = root
         self.syscalls = syscalls
         self.env = base_env
+        self.gap = gap
+        self.servers = servers
         self.count = 0
+        self.lock = threading.Lock()
         self.cvg_run = tool("cvg-run")
         self.cvg_observe = tool("cvg-observe")
         self.cvg_generate = tool("cvg-generate")
@@ -141,21 +158,42 @@ class Suite:
 
     def fresh(self, workload: Path, label: str) -> tuple[Path, dict[str, str]]:
         """A new copy of the workload directory, and an environment with a fresh TMPDIR."""
-        self.count += 1
-        run_dir = self.root / f"{self.count:03d}-{workload.name}-{label}"
+        with self.lock:
+            self.count += 1
+            run_dir = self.root / f"{self.count:03d}-{workload.name}-{label}"
         work = run_dir / "work"
         shutil.copytree(workload, work, ignore=shutil.ignore_patterns("__pycache__"))
         tmp = run_dir / "tmp"
         tmp.mkdir()
-        return work, dict(self.env, TMPDIR=str(tmp))
+        env = dict(self.env, TMPDIR=str(tmp))
+        run_sh = work / "run.sh"
+        text = run_sh.read_text()
+        if SERVERS_PLACEHOLDER in text:
+            # A real host's configuration names where the server is installed.
+            if self.servers is None:
+                raise SystemExit(f"suite: {workload.name} needs the MCP servers installed")
+            run_sh.write_text(text.replace(SERVERS_PLACEHOLDER, str(self.servers)))
+        setup = work / "setup.sh"
+        if setup.exists():
+            # What the user has before the session (a repository, a database), made
+            # outside the sandbox.
+            subprocess.run(["/bin/sh", "setup.sh"], cwd=work, env=env, check=True,
+                           stdin=subprocess.DEVNULL, capture_output=True)  # fmt: skip
+        return work, env
 
-    def run(self, workload: Path, label: str, wrap: list[str], input_: str) -> Outcome:
+    def run(
+        self, workload: Path, label: str, wrap: list[str], input_: str, gap: float = 0.0
+    ) -> Outcome:
         work, env = self.fresh(workload, label)
         client = work / "client.py"
+        calls = work / "calls.json"
         server = ["/bin/sh", "run.sh", input_]
         if client.exists():
             # The client stays outside the sandbox and drives the confined server.
             cmd = [sys.executable, str(client), input_, "--", *wrap, *server]
+        elif calls.exists():
+            cmd = [sys.executable, str(HERE / "mcp_client.py"), str(calls), input_,
+                   "--gap", str(gap), "--", *wrap, *server]  # fmt: skip
         else:
             cmd = [*wrap, *server]
         t0 = time.monotonic()
@@ -166,7 +204,7 @@ class Suite:
                 env=env,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
-                timeout=TIMEOUT,
+                timeout=TIMEOUT + gap,
             )
             status, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
@@ -174,19 +212,22 @@ class Suite:
         seconds = time.monotonic() - t0
         return Outcome(status, out.decode(errors="replace"), err.decode(errors="replace"), seconds)
 
-    def learn(self, workload: Path, out_dir: Path) -> tuple[Path | None, str, Outcome]:
-        """Observe the workload on A and generate a policy from it."""
-        obs = out_dir / f"{workload.name}.observation.json"
-        observed = self.run(workload, "observe-A", [self.cvg_observe, "-o", str(obs), "--"], "A")
-        if not obs.exists():
-            return None, f"cvg-observe wrote no observation (exit {observed.status})", observed
-        gen_cmd = [self.cvg_generate, "-q", str(obs)]
+    def observe(self, workload: Path, input_: str) -> tuple[Path | None, Outcome]:
+        """Observe the workload on one input: the observation file, if one was written."""
+        obs = self.root / f"{workload.name}.observation-{input_}.json"
+        wrap = [self.cvg_observe, "-o", str(obs), "--"]
+        observed = self.run(workload, f"observe-{input_}", wrap, input_)
+        return (obs if obs.exists() else None), observed
+
+    def generate(self, observations: list[Path], stem: Path) -> tuple[Path | None, str]:
+        """cvg-generate from the observations, then cvg-validate: the policy file."""
+        gen_cmd = [self.cvg_generate, "-q", *map(str, observations)]
         if self.syscalls:
             gen_cmd += ["--syscalls", self.syscalls]
         gen = subprocess.run(gen_cmd, capture_output=True, env=self.env)
         if gen.returncode != 0:
-            return None, "cvg-generate: " + gen.stderr.decode(errors="replace").strip(), observed
-        policy = out_dir / f"{workload.name}.generated.yaml"
+            return None, "cvg-generate: " + gen.stderr.decode(errors="replace").strip()
+        policy = stem.with_name(stem.name + ".generated.yaml")
         val = subprocess.run(
             [self.cvg_validate, "-o", str(policy), "-"],
             input=gen.stdout,
@@ -194,8 +235,8 @@ class Suite:
             env=self.env,
         )
         if val.returncode != 0 or not policy.exists():
-            return None, "cvg-validate: " + val.stderr.decode(errors="replace").strip(), observed
-        return policy, "", observed
+            return None, "cvg-validate: " + val.stderr.decode(errors="replace").strip()
+        return policy, ""
 
 
 def cause(o: Outcome, ref: Outcome) -> str:
@@ -269,23 +310,107 @@ def workloads(only: list[str] | None) -> list[Path]:
     return found
 
 
+def inputs(wl: Path) -> tuple[str, ...]:
+    """The inputs a workload takes: its calls.json's sessions, else run.sh's
+    ``# inputs:`` line, else A and B."""
+    calls = wl / "calls.json"
+    if calls.exists():
+        return tuple(sorted(json.loads(calls.read_text())["calls"]))
+    for line in (wl / "run.sh").read_text().splitlines():
+        if line.startswith("# inputs:"):
+            return tuple(line.split(":", 1)[1].split())
+    return ("A", "B")
+
+
+def given_env(wl: Path) -> set[str]:
+    """The variables the host sets for an MCP server (calls.json's ``env``)."""
+    calls = wl / "calls.json"
+    return set(json.loads(calls.read_text()).get("env", {})) if calls.exists() else set()
+
+
+def verdict(label: str, o: Outcome, ref: Outcome) -> dict[str, Any]:
+    same = o.status == ref.status and o.stdout == ref.stdout
+    found: dict[str, Any] = {"denied": not same, **o.brief()}
+    if not same:
+        found["cause"] = cause(o, ref)
+        found["stdout_diff"] = {"bare": ref.stdout[-300:], "confined": o.stdout[-300:]}
+    mark = "ok" if same else "FALSE DENIAL"
+    print(f"suite:   {label}: {mark} (exit {o.status})", file=sys.stderr)
+    return found
+
+
+def failure_class(
+    suite: Suite, wl: Path, policy: Path, input_: str, o: Outcome, ref: Outcome, gap: float
+) -> str:
+    """Run a false denial again, traced and without its idle gap, and classify it."""
+    hand = yaml.safe_load((wl / "policy.yaml").read_text())
+    generated = yaml.safe_load(policy.read_text())
+    env = env_missing(hand, generated, given_env(wl))
+    with suite.lock:
+        suite.count += 1
+        record = suite.root / f"trace-{suite.count:03d}.json"
+    wrap = [suite.cvg_run, "--trace", "--record", str(record), "-p", str(policy), "--"]
+    again = suite.run(wl, f"trace-{input_}", wrap, input_)
+    rec = json.loads(record.read_text()) if record.exists() else None
+    passes = (again.status == ref.status and again.stdout == ref.stdout) if gap else None
+    return classify(rec, o.status, o.stderr, env=env, passes_without_gap=passes)
+
+
+def learning_curve(suite: Suite, wl: Path, first: Path, bare_d: Outcome) -> dict[str, Any]:
+    """Learn from A, then A and B, then A, B and C; each policy runs the held-out D."""
+    observations = [first]
+    for input_ in ("B", "C"):
+        obs, observed = suite.observe(wl, input_)
+        if obs is None:
+            return {"error": f"cvg-observe on {input_} wrote no observation ({observed.status})"}
+        observations.append(obs)
+    found: dict[str, Any] = {}
+    for k in CURVE:
+        stem = suite.root / f"{wl.name}-from-{k}"
+        policy, error = suite.generate(observations[:k], stem)
+        label = f"curve-{k}"
+        if policy is None:
+            found[label] = {"denied": True, "why": error, "class": "other"}
+            continue
+        o = suite.run(wl, f"{label}-D", [suite.cvg_run, "-p", str(policy), "--"], "D")
+        found[label] = verdict(f"{wl.name} {label}", o, bare_d)
+        if found[label]["denied"]:
+            found[label]["class"] = failure_class(suite, wl, policy, "D", o, bare_d, 0.0)
+    return found
+
+
 def judge(suite: Suite, wl: Path) -> dict[str, Any]:
     """Every run of one workload, and which of them were false denials."""
     hand_policy = wl / "policy.yaml"
     hand = yaml.safe_load(hand_policy.read_text())
-    bare = {i: suite.run(wl, f"bare-{i}", [], i) for i in ("A", "B")}
-    entry: dict[str, Any] = {"bare": {i: o.brief() for i, o in bare.items()}}
+    given = inputs(wl)
+    mcp = (wl / "calls.json").exists()
+    gap = {i: (suite.gap if mcp and i == "B" else 0.0) for i in given}
+    bare = {i: suite.run(wl, f"bare-{i}", [], i, gap[i]) for i in given}
+    entry: dict[str, Any] = {"inputs": list(given), "bare": {i: o.brief() for i, o in bare.items()}}
+    if mcp:
+        entry["gap_s"] = suite.gap
     for i, o in bare.items():
         if o.status != 0:
             entry["error"] = f"bare run on {i} exited {o.status}: {o.stderr.strip()[-300:]}"
-    runs: dict[str, Outcome] = {}
+    verdicts: dict[str, Any] = {}
     wrap_hand = [suite.cvg_run, "-p", str(hand_policy), "--"]
-    runs["hand-A"] = suite.run(wl, "hand-A", wrap_hand, "A")
-    runs["hand-B"] = suite.run(wl, "hand-B", wrap_hand, "B")
-    gen_policy, gen_error, observed = suite.learn(wl, suite.root)
+    for i in given:
+        label = f"hand-{i}"
+        verdicts[label] = verdict(
+            f"{wl.name} {label}", suite.run(wl, label, wrap_hand, i, gap[i]), bare[i]
+        )
+    first, observed = suite.observe(wl, "A")
     entry["observe"] = observed.brief()
+    gen_policy, gen_error = (
+        suite.generate([first], suite.root / wl.name)
+        if first
+        else (None, f"cvg-observe wrote no observation (exit {observed.status})")
+    )
     if gen_policy is None:
         entry["generate_error"] = gen_error
+        for label in ("gen-A", "gen-B"):
+            verdicts[label] = {"denied": True, "why": "no generated policy", "class": "other"}
     else:
         generated = yaml.safe_load(gen_policy.read_text())
         entry["overgrants"] = overgrants(generated, hand)
@@ -293,30 +418,85 @@ def judge(suite: Suite, wl: Path) -> dict[str, Any]:
             k: len(v) for k, v in (generated.get("filesystem") or {}).items()
         }
         wrap_gen = [suite.cvg_run, "-p", str(gen_policy), "--"]
-        runs["gen-A"] = suite.run(wl, "gen-A", wrap_gen, "A")
-        runs["gen-B"] = suite.run(wl, "gen-B", wrap_gen, "B")
-    verdicts: dict[str, Any] = {}
-    for label in LABELS:
-        ref = bare[label[-1]]
-        if label not in runs:
-            verdicts[label] = {"denied": True, "why": "no generated policy"}
-            continue
-        o = runs[label]
-        same = o.status == ref.status and o.stdout == ref.stdout
-        verdicts[label] = {"denied": not same, **o.brief()}
-        if not same:
-            verdicts[label]["cause"] = cause(o, ref)
-            verdicts[label]["stdout_diff"] = {
-                "bare": ref.stdout[-300:],
-                "confined": o.stdout[-300:],
-            }
-        mark = "ok" if same else "FALSE DENIAL"
-        print(f"suite:   {label}: {mark} (exit {o.status})", file=sys.stderr)
+        for i in ("A", "B"):
+            label = f"gen-{i}"
+            o = suite.run(wl, label, wrap_gen, i, gap[i])
+            verdicts[label] = verdict(f"{wl.name} {label}", o, bare[i])
+            if verdicts[label]["denied"]:
+                verdicts[label]["class"] = failure_class(
+                    suite, wl, gen_policy, i, o, bare[i], gap[i]
+                )
+        if first and "D" in given:
+            entry["curve"] = learning_curve(suite, wl, first, bare["D"])
     entry["verdicts"] = verdicts
     return entry
 
 
-def run_suite(chosen: list[Path], syscalls: str | None, root: Path) -> dict[str, Any]:
+def class_counts(verdicts: list[dict[str, Any]]) -> dict[str, int]:
+    counts = dict.fromkeys(CLASSES, 0)
+    for v in verdicts:
+        if v.get("denied"):
+            counts[v.get("class", "other")] += 1
+    return counts
+
+
+def summary(per: dict[str, Any], valid: list[str]) -> dict[str, Any]:
+    """Rates over the workloads: each label, by class of failure, and the learning curve."""
+    rates = {
+        label: rate(sum(per[n]["verdicts"][label]["denied"] for n in valid), len(valid))
+        for label in LABELS
+    }
+    on_curve = [n for n in valid if "verdicts" in per[n] and "curve-1" in per[n].get("curve", {})]
+    curve = {
+        str(k): rate(sum(per[n]["curve"][f"curve-{k}"]["denied"] for n in on_curve), len(on_curve))
+        for k in CURVE
+    }
+    return {
+        "rates": rates,
+        "classes": {
+            label: class_counts([per[n]["verdicts"][label] for n in valid])
+            for label in ("gen-A", "gen-B")
+        },
+        "curve": {
+            "held_out": "D",
+            "workloads": on_curve,
+            "rates": curve,
+            "classes": {
+                str(k): class_counts([per[n]["curve"][f"curve-{k}"] for n in on_curve])
+                for k in CURVE
+            },
+        },
+        "hand_denials": sorted(
+            f"{n} {label}"
+            for n in per
+            for label, v in per[n]["verdicts"].items()
+            if label.startswith("hand-") and v["denied"]
+        ),
+    }
+
+
+def run_all(suite: Suite, chosen: list[Path], jobs: int) -> dict[str, Any]:
+    """Judge every workload: the MCP sessions (idle most of their time) all at once,
+    the others ``jobs`` at a time beside them."""
+    mcp = [wl for wl in chosen if (wl / "calls.json").exists()]
+    plain = [wl for wl in chosen if wl not in mcp]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(mcp) + jobs) as pool:
+        futures = {wl.name: pool.submit(judge, suite, wl) for wl in mcp + plain}
+        return {name: futures[name].result() for name in sorted(futures)}
+
+
+def install_servers() -> Path:
+    p = subprocess.run(
+        [sys.executable, str(HERE / "servers" / "install.py")], capture_output=True, text=True
+    )
+    if p.returncode != 0:
+        raise SystemExit(p.stderr.strip() or "suite: installing the MCP servers failed")
+    return Path(p.stdout.strip())
+
+
+def run_suite(
+    chosen: list[Path], syscalls: str | None, root: Path, gap: float = GAP, jobs: int = 2
+) -> dict[str, Any]:
     """Run the chosen workloads with every run's files under ``root``; the results entry."""
     started = datetime.now(UTC)
     t_start = time.monotonic()
@@ -329,17 +509,13 @@ def run_suite(chosen: list[Path], syscalls: str | None, root: Path) -> dict[str,
         "XDG_CACHE_HOME": str(root / "cache"),
         "XDG_STATE_HOME": str(root / "state"),
     }
-    suite = Suite(root, syscalls, base_env)
-    per: dict[str, Any] = {}
-    for wl in chosen:
-        print(f"suite: {wl.name}", file=sys.stderr)
-        per[wl.name] = judge(suite, wl)
-
+    needs_servers = any(SERVERS_PLACEHOLDER in (wl / "run.sh").read_text() for wl in chosen)
+    servers = install_servers() if needs_servers else None
+    suite = Suite(root, syscalls, base_env, gap, servers)
+    per = run_all(suite, chosen, jobs)
     valid = [n for n, e in per.items() if "error" not in e]
-    rates = {
-        label: rate(sum(per[n]["verdicts"][label]["denied"] for n in valid), len(valid))
-        for label in LABELS
-    }
+    found = summary(per, valid)
+    rates = found["rates"]
     return {
         "host": socket.gethostname(),
         "kernel": platform.release(),
@@ -348,11 +524,12 @@ def run_suite(chosen: list[Path], syscalls: str | None, root: Path) -> dict[str,
         "measured_at": started.isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - t_start, 1),
         "syscalls_mode": syscalls or "default (deny list)",
+        "gap_s": gap,
         "cvg_versions": versions(),
         "programs": program_versions(),
         "workloads": sorted(per),
         "invalid_workloads": {n: per[n]["error"] for n in per if n not in valid},
-        "rates": rates,
+        **found,
         "overgrants": sum(len(per[n].get("overgrants", [])) for n in valid),
         "targets": {
             "hand-B": {"limit": 0.0, "met": rates["hand-B"]["false_denials"] == 0},
@@ -374,6 +551,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
     parser.add_argument("--no-record", action="store_true", help="print only; write no results")
     parser.add_argument("--keep", type=Path, help="keep every run's directory and policy here")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=GAP,
+        help=f"idle seconds inside each MCP session on B (default {GAP:g})",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="workloads other than MCP servers run at once (default 2)",
+    )
     args = parser.parse_args(argv)
     key = "falsedenial" + (f"-{args.syscalls}" if args.syscalls else "")
     chosen = workloads(args.only)
@@ -383,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(tempfile.mkdtemp(prefix="run-", dir=args.keep))
         else:
             root = Path(tmp_name)
-        entry = run_suite(chosen, args.syscalls, root)
+        entry = run_suite(chosen, args.syscalls, root, args.gap, args.jobs)
         if args.keep:
             (root / "results.json").write_text(json.dumps(entry, indent=2) + "\n")
             print(f"suite: runs kept in {root}", file=sys.stderr)
@@ -392,7 +581,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{label}: {r['false_denials']}/{r['runs']} false denials "
             f"(Wilson 95% {r['wilson95'][0]:.2f}-{r['wilson95'][1]:.2f})"
         )
+    for k, r in entry["curve"]["rates"].items():
+        print(
+            f"learned from {k} input(s), run on D: {r['false_denials']}/{r['runs']} false denials"
+        )
+    for label, counts in entry["classes"].items():
+        print(f"{label} by class: " + ", ".join(f"{c} {n}" for c, n in counts.items() if n))
     print(f"overgrants in generated policies: {entry['overgrants']}")
+    for denial in entry["hand_denials"]:
+        print(f"hand-written policy denied: {denial}")
     for name, why in entry["invalid_workloads"].items():
         print(f"not counted: {name}: {why}")
     if args.no_record:
