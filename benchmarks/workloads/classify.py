@@ -42,6 +42,11 @@ _MEMORY_TEXT = re.compile(
     r"out of memory|cannot allocate memory|heap out of memory|memoryerror|enomem",
     re.IGNORECASE,
 )
+_RESOLVER_TEXT = re.compile(
+    r"name resolution|name or service not known|could not resolve host|getaddrinfo|"
+    r"ENOTFOUND|EAI_AGAIN|unable to resolve",
+    re.IGNORECASE,
+)
 
 
 def env_missing(hand: dict[str, Any], generated: dict[str, Any], given: set[str]) -> list[str]:
@@ -76,17 +81,44 @@ def of_denial(d: dict[str, Any]) -> str:
     return "other"
 
 
+def mentioned(d: dict[str, Any], cwd: str, text: str) -> bool:
+    """Whether the tool's output names the denied path: the refusal it reported."""
+    path = d.get("path") or ""
+    if not path:
+        return False
+    names = {path, path.replace(cwd, "<cwd>", 1)}
+    if cwd and path.startswith(cwd + "/"):
+        names.add(path[len(cwd) + 1 :])
+    base = path.rsplit("/", 1)[-1]
+    if len(base) > 3:
+        names.add(base)
+    return any(n in text for n in names)
+
+
+def decisive(refused: list[dict[str, Any]], cwd: str, text: str) -> dict[str, Any]:
+    """The denial that made the run fail: the first one the tool reported, else the
+    first outside /proc and /sys (runtimes read those and carry on when refused)."""
+    for d in refused:
+        if mentioned(d, cwd, text):
+            return d
+    for d in refused:
+        if not (d.get("path") or "").startswith(("/proc/", "/sys/")):
+            return d
+    return refused[0]
+
+
 def classify(
     record: dict[str, Any] | None,
     status: int,
-    stderr: str,
+    output: str,
     *,
     env: list[str],
     passes_without_gap: bool | None,
 ) -> str:
     """The class of one false denial.
 
-    ``record`` is the cvg.run record of the run (or of its traced repeat); ``env``
+    ``record`` is the cvg.run record of the run (or of its traced repeat), ``output``
+    what the run printed (stdout and stderr); ``env``
     what ``env_missing`` found; ``passes_without_gap`` whether the same session
     without its idle gap passed (None when there was no gap)."""
     if env:
@@ -96,9 +128,13 @@ def classify(
         return "wall-clock"
     if passes_without_gap:
         return "wall-clock"
+    # What the tool said beats which refusal came first: a runtime that reads /proc at
+    # start and carries on is not why it failed.
+    if meaning == "limit" or _MEMORY_TEXT.search(output):
+        return "memory"
+    if _RESOLVER_TEXT.search(output):
+        return "resolver"
     refused = [d for d in (record or {}).get("denials") or [] if d.get("mechanism") != "none"]
     if refused:
-        return of_denial(refused[0])
-    if meaning == "limit" or _MEMORY_TEXT.search(stderr):
-        return "memory"
+        return of_denial(decisive(refused, (record or {}).get("cwd") or "", output))
     return "other"

@@ -4,7 +4,7 @@ outside the sandbox, as an MCP host (Claude Desktop, an IDE) does.
     python mcp_client.py SESSION.json INPUT [--gap SECONDS] -- SERVER-COMMAND...
 
 SESSION.json (a workload's ``calls.json``) holds, per input, the tool calls to make in
-order, and optionally: ``env`` (variables the host sets for the server, ``{CWD}``
+order (``{CWD}`` in an argument standing for the working directory), and optionally: ``env`` (variables the host sets for the server, ``{CWD}``
 standing for the working directory), ``http`` (``{"root": DIR, "port": N}``: a
 loopback HTTP server this client runs for the session, outside the sandbox) and
 ``mask`` (regular expressions whose matches are printed as ``<masked>``: a time,
@@ -64,7 +64,7 @@ async def session(spec: dict[str, Any], which: str, gap: float, server: list[str
         for n, (name, args) in enumerate(spec["calls"][which]):
             if n == 1 and gap and which != "A":
                 await anyio.sleep(gap)
-            res = await s.call_tool(name, args)
+            res = await s.call_tool(name, json.loads(json.dumps(args).replace("{CWD}", cwd)))
             text = " ".join(c.text for c in res.content if c.type == "text")
             print(name, "error" if res.isError else "ok", shown(text, masks), flush=True)
             failed |= bool(res.isError)

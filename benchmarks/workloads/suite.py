@@ -353,7 +353,8 @@ def failure_class(
     again = suite.run(wl, f"trace-{input_}", wrap, input_)
     rec = json.loads(record.read_text()) if record.exists() else None
     passes = (again.status == ref.status and again.stdout == ref.stdout) if gap else None
-    return classify(rec, o.status, o.stderr, env=env, passes_without_gap=passes)
+    output = again.stdout + again.stderr + o.stdout + o.stderr
+    return classify(rec, o.status, output, env=env, passes_without_gap=passes)
 
 
 def learning_curve(suite: Suite, wl: Path, first: Path, bare_d: Outcome) -> dict[str, Any]:

@@ -1,0 +1,2 @@
+echo "$(gettext -d hello 'Hello, world')"
+echo "$(gettext -d hello 'Goodbye')"
