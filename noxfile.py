@@ -269,6 +269,9 @@ WORKLOAD_PROGRAMS = {
     "git": "git", "tar": "tar", "gzip": "gzip", "sqlite3": "sqlite3", "gcc": "gcc",
     "make": "make", "curl": "curl", "jq": "jq", "openssl": "openssl", "zip": "zip",
     "unzip": "unzip", "node": "nodejs", "ssh-keygen": "openssh-client", "strace": "strace",
+    "ar": "binutils", "xz": "xz-utils", "zstd": "zstd", "bzip2": "bzip2", "wget": "wget",
+    "yq": "yq", "msgfmt": "gettext", "groff": "groff-base", "patch": "patch", "file": "file",
+    "perl": "perl", "npm": "npm",
 }  # fmt: skip
 # The peers bench.py compares cvg with, and GNU time for their peak RSS.
 PEER_PROGRAMS = {"bwrap": "bubblewrap", "firejail": "firejail", "/usr/bin/time": "time"}
@@ -288,10 +291,12 @@ def _apt_install(session: nox.Session, programs: dict[str, str]) -> None:
 
 @nox.session
 def falsedenial(session: nox.Session) -> None:
-    """The false-denial suite (benchmarks/workloads/): 16 benign real programs under their
-    hand-written policies and under policies generated from another input; fails when a
-    hand-written policy denies anything or the generated ones do worse than the committed
-    results. Installs the workloads' programs when missing. To re-record the results:
+    """The false-denial suite (benchmarks/workloads/): 40 benign real programs and MCP
+    servers under their hand-written policies and under policies generated from other
+    inputs; fails when a hand-written policy denies anything or the generated ones do
+    worse than the committed results. The MCP sessions idle 35 s here (the recorded run:
+    300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
+    into benchmarks/workloads/.servers (npm, uv). To re-record the results:
     `uv run python benchmarks/workloads/suite.py` (then render the README)."""
     _apt_install(session, WORKLOAD_PROGRAMS)
     _sync(session, "--all-packages")

@@ -33,12 +33,25 @@ END = "<!-- costs:end -->"
 FD_BEGIN = "<!-- falsedenial:begin -->"
 FD_END = "<!-- falsedenial:end -->"
 FD_NOTE = (
-    "Benign real programs (benchmarks/workloads/), each with a hand-written "
-    "least-privilege policy and two inputs A and B that differ as real use does. A run is "
-    "a false denial when its exit status or output differs from the same input run bare. "
-    '"generated" is `cvg-observe` on A, then `cvg-generate | cvg-validate`, run in a fresh '
-    "copy of the workload."
+    "Benign real programs and MCP servers (benchmarks/workloads/), each with a "
+    "hand-written least-privilege policy and inputs A and B (some also C and D) that "
+    "differ as real use does. A run is a false denial when its exit status or output "
+    'differs from the same input run bare. "generated" is `cvg-observe` on A, then '
+    "`cvg-generate | cvg-validate`, run in a fresh copy of the workload. An MCP server "
+    "is driven by the MCP SDK's client over stdio, and its session on B idles in the "
+    "middle (the gap below), as a user who comes back later."
 )
+CLASS_NAMES = {
+    "exec": "exec of a program A never ran",
+    "output-dir": "writing where A did not (a new output dir)",
+    "input-dir": "reading where A did not (an unlisted input dir)",
+    "wall-clock": "wall clock, or death in the idle gap",
+    "memory": "memory limit",
+    "proc-self": "/proc/self",
+    "resolver": "name resolution",
+    "env": "an environment variable the host sets",
+    "other": "other",
+}
 CONFIGS = ("bare", "warm", "cold")
 NOTE = (
     "Measured by `benchmarks/bench_run.py`, `benchmarks/bench_probe.py` and "
@@ -261,6 +274,7 @@ def render_falsedenial(stem: str, fd: dict[str, Any]) -> list[str]:
             f"| {policy} | {on} | {r['false_denials']}/{r['runs']} | {pct(r['rate'])} | "
             f"{pct(low)} to {pct(high)} | {target} | {met} |"
         )
+    lines += render_classes(fd) + render_curve(fd)
     lines += [
         "",
         f"Overgrants in the generated policies (write on a whole system tree or `$HOME`, "
@@ -283,8 +297,54 @@ def render_falsedenial(stem: str, fd: dict[str, Any]) -> list[str]:
             cells.append("**denied**" if v["denied"] else "ok")
             if v["denied"]:
                 reason = v.get("cause") or v.get("why") or "?"
-                why.append(f"{label}: {reason}".replace("|", "\\|"))
+                kind = f" [{v['class']}]" if "class" in v else ""
+                why.append(f"{label}{kind}: {reason}".replace("|", "\\|"))
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {'; '.join(why)} |")
+    return lines
+
+
+def render_classes(fd: dict[str, Any]) -> list[str]:
+    """The generated policies' false denials by class (results from before the classes
+    were recorded have none)."""
+    classes = fd.get("classes")
+    if not classes:
+        return []
+    lines = [
+        "",
+        f"Why the generated policies denied (the MCP sessions on B idled {fd['gap_s']:g} s):",
+        "",
+        "| class | generated, A | generated, B |",
+        "|---|---:|---:|",
+    ]
+    for key, name in CLASS_NAMES.items():
+        a, b = classes["gen-A"].get(key, 0), classes["gen-B"].get(key, 0)
+        lines.append(f"| {name} | {a} | {b} |")
+    return lines
+
+
+def render_curve(fd: dict[str, Any]) -> list[str]:
+    """The learning curve: false denials on the held-out input D after learning from
+    one, two and three inputs."""
+    curve = fd.get("curve")
+    if not curve or not curve["workloads"]:
+        return []
+    lines = [
+        "",
+        f"Learning curve, {len(curve['workloads'])} workloads with inputs A to D: the "
+        f"policy generated from the first k inputs (`cvg-generate` given k observations), "
+        f"run on the held-out D.",
+        "",
+        "| learned from | false denials on D | rate | Wilson 95% | by class |",
+        "|---|---:|---:|---|---|",
+    ]
+    for k, r in curve["rates"].items():
+        low, high = r["wilson95"]
+        inputs = "A, B, C"[: 1 + 3 * (int(k) - 1)]
+        kinds = ", ".join(f"{c} {n}" for c, n in curve["classes"][k].items() if n) or "none"
+        lines.append(
+            f"| {inputs} | {r['false_denials']}/{r['runs']} | {pct(r['rate'])} | "
+            f"{pct(low)} to {pct(high)} | {kinds} |"
+        )
     return lines
 
 

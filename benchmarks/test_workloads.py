@@ -1,10 +1,13 @@
 """The false-denial suite, run whole: the hand-written policies hold, and the generated
 ones are no worse than the committed results say.
 
-    uv run pytest benchmarks/test_workloads.py     (about two minutes on 2 cores)
+    uv run pytest benchmarks/test_workloads.py     (about ten minutes on 2 cores)
 
-Needs the workloads' programs (git, tar, sqlite3, gcc, make, curl, jq, openssl, zip,
-unzip, node, ssh-keygen, strace); `.ci/run` installs them.
+Needs the workloads' programs (noxfile.py's WORKLOAD_PROGRAMS; `nox -s falsedenial`
+installs them) and npm and uv for the MCP servers (the suite installs those into
+benchmarks/workloads/.servers). The MCP sessions idle GAP seconds on B: more than 30,
+so a server the generated policy gives a short wall clock is seen dying in the gap;
+the recorded run idles 300.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve().parent
+GAP = 35.0
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -49,20 +53,33 @@ def committed() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("falsedenial")
-    return dict(suite.run_suite(suite.workloads(None), None, root))
+    return dict(suite.run_suite(suite.workloads(None), None, root, gap=GAP, jobs=2))
 
 
 def test_every_workload_runs_bare(measured: dict[str, Any]) -> None:
-    assert len(measured["workloads"]) >= 15
+    assert len(measured["workloads"]) >= 40
     assert measured["invalid_workloads"] == {}, "a workload's program is missing or broken"
+    servers = [n for n, e in measured["per_workload"].items() if "gap_s" in e]
+    assert len(servers) >= 9  # mcp-stdio's own server and the eight third-party ones
+    assert len(measured["curve"]["workloads"]) >= 10
 
 
-@pytest.mark.parametrize("label", ["hand-A", "hand-B"])
-def test_hand_written_policies_deny_nothing(measured: dict[str, Any], label: str) -> None:
+def test_the_sessions_idled(measured: dict[str, Any]) -> None:
+    """The gap happened: every server's bare session on B lasted longer than it."""
+    for name, entry in measured["per_workload"].items():
+        if "gap_s" in entry:
+            assert entry["gap_s"] == GAP > 30
+            assert entry["bare"]["B"]["seconds"] > GAP, name
+
+
+def test_hand_written_policies_deny_nothing(measured: dict[str, Any]) -> None:
+    """On every input, A to D."""
+    assert measured["hand_denials"] == []
     denied = {
-        name: entry["verdicts"][label]
+        f"{name} {label}": v.get("cause")
         for name, entry in measured["per_workload"].items()
-        if entry["verdicts"][label]["denied"]
+        for label, v in entry["verdicts"].items()
+        if label.startswith("hand-") and v["denied"]
     }
     assert denied == {}
 
@@ -78,6 +95,17 @@ def test_generated_policies_no_worse_than_committed(measured: dict[str, Any], la
         f"{label}: {len(now_denied)} false denials ({', '.join(now_denied)}), "
         f"{limit} committed; regenerate the results only if this is understood"
     )
+
+
+@pytest.mark.parametrize("k", ["1", "2", "3"])
+def test_learning_curve_no_worse_than_committed(measured: dict[str, Any], k: str) -> None:
+    then = committed()["curve"]["rates"][k]["false_denials"]
+    now = sorted(
+        n
+        for n in measured["curve"]["workloads"]
+        if measured["per_workload"][n]["curve"][f"curve-{k}"]["denied"]
+    )
+    assert len(now) <= then, f"learned from {k}: {len(now)} false denials ({', '.join(now)})"
 
 
 def test_overgrants_no_more_than_committed(measured: dict[str, Any]) -> None:
@@ -107,3 +135,55 @@ def test_wilson_interval() -> None:
     assert low == 0.0 and high == pytest.approx(1.959964**2 / (16 + 1.959964**2))
     low, high = suite.wilson(8, 16)
     assert low == pytest.approx(0.2800, abs=1e-4) and high == pytest.approx(1 - low)
+
+
+classify = _load("cvg_bench_classify", HERE / "workloads" / "classify.py")
+
+
+@pytest.mark.parametrize(
+    ("denial", "expected"),
+    [
+        ({"op": "execute", "path": "/usr/bin/wc"}, "exec"),
+        ({"op": "create", "path": "/w/out"}, "output-dir"),
+        ({"op": "read", "path": "/w/conf/x.json"}, "input-dir"),
+        ({"op": "read", "path": "/proc/self/maps"}, "proc-self"),
+        ({"op": "read", "path": "/proc/4242/status"}, "proc-self"),
+        ({"op": "read", "path": "/etc/hosts"}, "resolver"),
+        ({"op": "connect", "port": 53}, "resolver"),
+        ({"op": "mmap", "rule": "resources.memory_mb", "right": "RLIMIT_AS"}, "memory"),
+        ({"op": "ioctl", "path": "/dev/tty"}, "other"),
+    ],
+)
+def test_a_denial_is_classed(denial: dict[str, Any], expected: str) -> None:
+    assert classify.of_denial(denial) == expected
+
+
+def test_the_denial_the_tool_reported_decides() -> None:
+    """A runtime's refused look at /proc at start is not why a run failed: the path the
+    tool's own error names is."""
+    record = {
+        "cwd": "/w",
+        "exit": {"meaning": "exited"},
+        "denials": [
+            {"op": "read", "path": "/proc/self/cgroup", "mechanism": "landlock_fs"},
+            {"op": "read", "path": "/dev/urandom", "mechanism": "none"},
+            {"op": "create", "path": "/w/out", "mechanism": "landlock_fs"},
+        ],
+    }
+    said = "mkdir 'out': Permission denied"
+    assert classify.classify(record, 1, said, env=[], passes_without_gap=False) == "output-dir"
+    assert classify.classify(record, 1, "", env=[], passes_without_gap=False) == "output-dir"
+    assert classify.classify(record, 1, "", env=["X"], passes_without_gap=False) == "env"
+    assert classify.classify(record, 1, "", env=[], passes_without_gap=True) == "wall-clock"
+    oom = "RangeError: WebAssembly.instantiate(): Out of memory"
+    assert classify.classify(record, 1, oom, env=[], passes_without_gap=False) == "memory"
+    assert classify.classify(None, 124, "", env=[], passes_without_gap=None) == "wall-clock"
+    assert classify.classify(None, 1, "", env=[], passes_without_gap=None) == "other"
+
+
+def test_env_missing_is_what_the_host_sets_and_only_the_hand_policy_passes() -> None:
+    hand = {"environment": {"set": {"PATH": "/usr/bin"}, "pass": ["LANG", "MEMORY_FILE_PATH"]}}
+    gen = {"environment": {"set": {"PATH": "/usr/bin"}, "pass": ["LANG"]}}
+    assert classify.env_missing(hand, gen, {"MEMORY_FILE_PATH"}) == ["MEMORY_FILE_PATH"]
+    assert classify.env_missing(hand, gen, set()) == []
+    assert classify.env_missing(hand, hand, {"MEMORY_FILE_PATH"}) == []

@@ -184,7 +184,7 @@ _CAPS = re.compile(r"[A-Z][A-Z0-9_]*")
 _NOTES = "KERNEL" + "-NOTES"
 _OUTSIDE = re.compile(r"\b(?:DESIGN\.md|" + _NOTES + r")\b|\.\./shared\b")
 _SKIP_DIRS = {".git", ".venv", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-              ".hypothesis", "__pycache__", "node_modules"}  # fmt: skip
+              ".hypothesis", "__pycache__", "node_modules", ".servers"}  # fmt: skip
 # Generated from results.json by escape/run.py, rewritten by the next matrix run.
 _GENERATED = ("escape/results/",)
 _TEXT_SUFFIXES = {".md", ".py", ".toml", ".yaml", ".yml", ".json", ".txt", ".cfg", ".sh"}

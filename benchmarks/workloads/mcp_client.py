@@ -4,12 +4,13 @@ outside the sandbox, as an MCP host (Claude Desktop, an IDE) does.
     python mcp_client.py SESSION.json INPUT [--gap SECONDS] -- SERVER-COMMAND...
 
 SESSION.json (a workload's ``calls.json``) holds, per input, the tool calls to make in
-order (``{CWD}`` in an argument standing for the working directory), and optionally: ``env`` (variables the host sets for the server, ``{CWD}``
-standing for the working directory), ``http`` (``{"root": DIR, "port": N}``: a
-loopback HTTP server this client runs for the session, outside the sandbox) and
-``mask`` (regular expressions whose matches are printed as ``<masked>``: a time,
-a commit id). With ``--gap``, every input but A waits that long, idle, after its first
-call: a user who comes back to the session later. Prints the tools offered and each
+order (``{CWD}`` in an argument standing for the working directory), and optionally:
+``env`` (variables the host sets for the server, ``{CWD}`` likewise), ``http``
+(``{"root": DIR, "port": N}``: a loopback HTTP server this client runs for the
+session, outside the sandbox) and ``mask`` (regular expressions whose matches are
+printed as ``<masked>``: a time, a commit id). With ``--gap``, every input but A
+waits that long, idle, after its first call: a user who comes back to the session
+later. Prints the tools offered and each
 call's result, with the working directory printed as ``<cwd>``; the exit status is 1
 when a call came back as an error or the server went away.
 """

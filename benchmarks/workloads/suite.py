@@ -2,13 +2,15 @@
 
     uv run python benchmarks/workloads/suite.py [--only NAME]... [--syscalls MODE]
                                                  [--output PATH] [--keep DIR]
+                                                 [--gap SECONDS] [--jobs N]
 
 Each workload is a directory here holding ``run.sh`` (what the tool does, given the
 input ``A`` or ``B`` as its argument; the two differ as real use does: other files,
 other options, other sub-commands), the files it works on, and ``policy.yaml``, its
-hand-written least-privilege policy. A workload with a ``client.py`` is a stdio server
-(``server.py``) that its client drives from outside the sandbox; ``run.sh`` is then the
-server's command.
+hand-written least-privilege policy. A workload with a ``calls.json`` is a stdio MCP
+server: ``run.sh`` is its command, and mcp_client.py drives it with the MCP SDK's client
+from outside the sandbox through the sessions calls.json lists, the one on B idling
+``--gap`` seconds in the middle.
 
 Every run starts in a fresh copy of the workload directory (a new path each time, as
 another checkout of the same project would have), with ``HOME`` a private directory
@@ -18,7 +20,14 @@ and ``TMPDIR`` a fresh one. For each workload:
   hand-B    cvg-run with policy.yaml on B;  (hand-A on A too, as a check)
   learn     cvg-observe on A, then cvg-generate | cvg-validate: the generated policy;
   gen-A     cvg-run with the generated policy on A (another copy: the same input);
-  gen-B     cvg-run with the generated policy on B.
+  gen-B     cvg-run with the generated policy on B;
+  hand-C, hand-D, and the learning curve, for a workload with inputs C and D too
+  (``# inputs: A B C D`` in run.sh, or sessions C and D): cvg-observe on B and C, then
+            cvg-generate given A; A and B; A, B and C, each policy run on D.
+
+Each false denial of a generated policy is run again, traced and without the gap, and
+classed (classify.py: exec, output-dir, input-dir, wall-clock, memory, proc-self,
+resolver, env, other).
 
 A run is a false denial when its exit status or its stdout differs from bare's on the
 same input (each run.sh prints only what is the same from run to run). The rates over
@@ -185,13 +194,10 @@ class Suite:
         self, workload: Path, label: str, wrap: list[str], input_: str, gap: float = 0.0
     ) -> Outcome:
         work, env = self.fresh(workload, label)
-        client = work / "client.py"
         calls = work / "calls.json"
         server = ["/bin/sh", "run.sh", input_]
-        if client.exists():
+        if calls.exists():
             # The client stays outside the sandbox and drives the confined server.
-            cmd = [sys.executable, str(client), input_, "--", *wrap, *server]
-        elif calls.exists():
             cmd = [sys.executable, str(HERE / "mcp_client.py"), str(calls), input_,
                    "--gap", str(gap), "--", *wrap, *server]  # fmt: skip
         else:

@@ -1,3 +1,3 @@
 # A stdio MCP server (server.py), driven from outside the sandbox by the MCP SDK's own
-# client (client.py). A: one tool call. B: listing, reading and writing notes.
+# client (calls.json). A: one tool call. B: listing, reading and writing notes.
 exec python3 server.py

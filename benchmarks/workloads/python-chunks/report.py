@@ -1,5 +1,11 @@
 """Summarise the event chunks of one or more month folders (JSON lines)."""
-import argparse, collections, csv, json, pathlib, statistics
+
+import argparse
+import collections
+import csv
+import json
+import pathlib
+import statistics
 
 p = argparse.ArgumentParser()
 p.add_argument("months", nargs="+")
@@ -7,7 +13,9 @@ p.add_argument("--config")
 p.add_argument("--csv")
 p.add_argument("--index")
 args = p.parse_args()
-conf = json.load(open(args.config)) if args.config else {"kinds": None, "slow_ms": 800}
+conf = {"kinds": None, "slow_ms": 800}
+if args.config:
+    conf = json.loads(pathlib.Path(args.config).read_text())
 counts, times = collections.Counter(), []
 files = sorted(f for m in args.months for f in pathlib.Path("chunks", m).glob("*.jsonl"))
 for f in files:

@@ -1,5 +1,9 @@
 """Fetch files from a local web server: a client an agent's tool writes."""
-import json, pathlib, sys, urllib.request
+
+import json
+import pathlib
+import sys
+import urllib.request
 
 host, port, what = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 base = f"http://{host}:{port}"
