@@ -78,7 +78,10 @@ def readme(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """The docs are true: docs/cli.md matches every tool's --help, every internal link
-    resolves, and each example policy validates and runs its tool (docs/, examples/)."""
+    resolves, and each example policy validates and runs its tool (docs/, examples/).
+    docs/mcp.md's walk-through installs an MCP server with npm: node and npm are
+    installed (apt) when missing."""
+    _apt_install(session, {"node": "nodejs", "npm": "npm"})
     _sync(session, "--all-packages")
     session.run("pytest", "docs", "examples", "-q", *session.posargs)
 
@@ -296,7 +299,7 @@ def falsedenial(session: nox.Session) -> None:
     inputs; fails when a hand-written policy denies anything or the generated ones do
     worse than the committed results. The MCP sessions idle 35 s here (the recorded run:
     300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
-    into benchmarks/workloads/.servers (npm, uv). To re-record the results:
+    into a .servers folder beside the workloads (npm, uv). To re-record the results:
     `uv run python benchmarks/workloads/suite.py` (then render the README)."""
     _apt_install(session, WORKLOAD_PROGRAMS)
     _sync(session, "--all-packages")

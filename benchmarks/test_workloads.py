@@ -5,7 +5,7 @@ ones are no worse than the committed results say.
 
 Needs the workloads' programs (noxfile.py's WORKLOAD_PROGRAMS; `nox -s falsedenial`
 installs them) and npm and uv for the MCP servers (the suite installs those into
-benchmarks/workloads/.servers). The MCP sessions idle GAP seconds on B: more than 30,
+a .servers folder beside the workloads). The MCP sessions idle GAP seconds on B: more than 30,
 so a server the generated policy gives a short wall clock is seen dying in the gap;
 the recorded run idles 300.
 """
