@@ -38,6 +38,10 @@ def session_lines(out: str) -> list[str]:
     return [ln for ln in out.splitlines() if re.match(r"^\w+ (ok|error)$", ln)]
 
 
+def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
 def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     missing = [p for p in ("node", "npm") if not shutil.which(p)]
     if missing:
@@ -57,14 +61,7 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
         XDG_STATE_HOME=str(tmp_path / "state"),
         npm_config_cache=str(tmp_path / "npm-cache"),
     )
-    p = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    p = run(["bash", "-euo", "pipefail", "-c", script], tmp_path, env)
     assert p.returncode == 0, p.stderr[-3000:]
     calls = ["list_directory ok", "read_text_file ok", "create_directory ok", "write_file ok"]
     # Observed, then confined: the same session, every call answered both times.
@@ -79,21 +76,8 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert Path(server["command"]).name == "cvg-run" and Path(server["command"]).is_absolute()
     assert server["args"][:2] == ["-p", str(home / "notes-server.yaml")]
     shutil.rmtree(home / "notes" / "done")
-    again = subprocess.run(
-        [
-            sys.executable,
-            "session.py",
-            str(home / "notes"),
-            "--",
-            server["command"],
-            *server["args"],
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    session = [sys.executable, "session.py", str(home / "notes"), "--"]
+    again = run([*session, server["command"], *server["args"]], tmp_path, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert session_lines(again.stdout) == calls
     assert (home / "notes" / "done" / "today.txt").read_text() == "milk bought\n"
