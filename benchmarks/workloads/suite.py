@@ -359,7 +359,9 @@ def failure_class(
     again = suite.run(wl, f"trace-{input_}", wrap, input_)
     rec = json.loads(record.read_text()) if record.exists() else None
     passes = (again.status == ref.status and again.stdout == ref.stdout) if gap else None
-    output = again.stdout + again.stderr + o.stdout + o.stderr
+    # What the tool said, without the traced cvg-run's own list of every denial.
+    said = [ln for ln in (again.stderr + o.stderr).splitlines() if not ln.startswith("cvg-run:")]
+    output = again.stdout + o.stdout + "\n".join(said)
     return classify(rec, o.status, output, env=env, passes_without_gap=passes)
 
 
