@@ -1,6 +1,6 @@
 """Benchmark cvg-generate on big observations: a synthetic observation of 100k and of
 1M events (benchmarks/synth_observation.py: a Python tool's reads, writes, probes,
-secrets and broad trees over ~30 % unique paths), made into a policy in a subprocess.
+secrets and broad trees over ~30k unique paths), made into a policy in a subprocess.
 
     uv run python benchmarks/bench_generate.py [--events 100000 1000000] [--runs R]
 
@@ -75,7 +75,7 @@ def baseline_rss_kb() -> int:
     return int(out.stdout)
 
 
-def summary(events: int, size: int, samples: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(events: int, paths: int, size: int, samples: list[dict[str, Any]]) -> dict[str, Any]:
     digests = {s["sha256"] for s in samples}
     if len(digests) != 1:
         raise SystemExit(f"bench_generate: {events} events gave {len(digests)} different policies")
@@ -83,6 +83,7 @@ def summary(events: int, size: int, samples: list[dict[str, Any]]) -> dict[str, 
     rss = [s["maxrss_kb"] / 1024 for s in samples]
     return {
         "events": events,
+        "unique_paths": paths,
         "observation_mb": round(size / 2**20, 1),
         "runs": len(samples),
         "median_s": round(results_file.percentile(secs, 50), 2),
@@ -111,10 +112,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
         for events in args.events:
             obs = Path(tmp) / f"obs-{events}.json"
-            obs.write_bytes(orjson.dumps(synth_observation.observation(events)))
+            data = synth_observation.observation(events)
+            paths = len({e["path"] for e in data["events"] if "path" in e})
+            obs.write_bytes(orjson.dumps(data))
+            del data
             out = Path(tmp) / "policy.json"
             samples = [measure(obs, out) for _ in range(args.runs)]
-            sizes.append(summary(events, obs.stat().st_size, samples))
+            sizes.append(summary(events, paths, obs.stat().st_size, samples))
             obs.unlink()
     load_after = os.getloadavg()
 

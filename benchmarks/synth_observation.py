@@ -3,8 +3,9 @@ cvg-generate's tests: a Python tool run in a project, reading its stdlib, packag
 /etc and its home, writing outputs and caches, probing missing files, touching secrets
 (``~/.ssh``, ``.env``) and broad trees, and a few connects and denials.
 
-About 30 % of the events name a path no earlier event named, as in a real trace
-(100k events of a test suite hold ~30k unique paths)."""
+100k events name ~30k unique paths, as a real trace does (a test suite's); a longer
+observation repeats them, as a longer run of the same tool reuses its files, so 1M events
+hold the same ~30k."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ _STDLIB = "/usr/lib/python3.12"
 _SITE = "/home/u/project/.venv/lib/python3.12/site-packages"
 
 
+UNIQUE = 54_000
+"""Path numbers: with the kinds' own repeats, ~30k unique paths."""
+
+
 def _pick(i: int, unique: int) -> int:
-    """Event ``i``'s path number: a new one for ~30 % of events, else a repeat."""
+    """Event ``i``'s path number, spread over the kinds (7919 is prime)."""
     return (i * 7919) % unique
 
 
@@ -159,7 +164,7 @@ def _event(i: int, unique: int) -> dict[str, Any]:
 
 def observation(events: int) -> dict[str, Any]:
     """The observation, as the dict its JSON holds (``events`` events, at least 1)."""
-    unique = max(1, events * 3 // 10)
+    unique = max(1, min(UNIQUE, events * UNIQUE // 100_000))
     evs: list[dict[str, Any]] = [
         {
             "id": "e1",
