@@ -576,8 +576,8 @@ _OTHERS: tuple[Group, ...] = (
             "get_mempolicy",
             "set_mempolicy_home_node",
         ),
-        "the caller's own address space, bounded by RLIMIT_DATA and the supervisor's tree-wide resident sum; a file it maps was checked "
-        "by Landlock when opened",
+        "the caller's own address space, bounded by RLIMIT_DATA and the supervisor's "
+        "tree-wide resident sum; a file it maps was checked by Landlock when opened",
     ),
     Group(
         "allow",
