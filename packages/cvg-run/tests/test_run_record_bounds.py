@@ -30,7 +30,7 @@ def _fake(directory: Path, name: str, policy: str, age: int, size: int = 0) -> P
 
 
 def _names(directory: Path) -> set[str]:
-    return {p.stem for p in directory.iterdir()}
+    return {p.stem for p in directory.iterdir() if p.name != ".policies"}
 
 
 def test_keeps_the_newest_n_of_each_policy(tmp_path: Path) -> None:
@@ -69,7 +69,8 @@ def test_records_in_the_making_and_other_files_are_left(tmp_path: Path) -> None:
         _fake(tmp_path, f"r{i}", "sha256:x", age=10 - i)
     new = _fake(tmp_path, "new", "sha256:x", age=0)
     prune(str(tmp_path), str(new), Bounds(keep=1, max_bytes=1))
-    assert sorted(p.name for p in tmp_path.iterdir()) == [hidden.name, "new.json", "notes.txt"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [".policies", hidden.name, "new.json", "notes.txt"]
 
 
 def test_bounds_from_the_environment() -> None:
@@ -108,3 +109,39 @@ def test_a_bad_bound_is_a_usage_error_before_the_run(box: Box) -> None:
     said = "cvg-run: CVG_RUNS_MAX_MB='lots': expected a whole number (0: no bound)"
     assert ran.err.strip() == said
     assert not marker.exists() and box.records() == []
+
+
+def test_the_policy_index_spares_reading_every_head_and_is_only_a_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records' policies are read once and kept in .policies; a damaged index, or one
+    that lies, costs a re-read at most of what it lacks, never a record of the wrong
+    policy: what the index lacks is read from the record itself."""
+    from cvg_run import record as rec
+
+    for i in range(6):
+        _fake(tmp_path, f"a{i}", "sha256:aa", age=100 - i)
+        _fake(tmp_path, f"b{i}", "sha256:bb", age=50 - i)
+    reads: list[str] = []
+    real = rec._policy_of
+    monkeypatch.setattr(rec, "_policy_of", lambda path: reads.append(path) or real(path))
+    first = _fake(tmp_path, "n0", "sha256:aa", age=0)
+    prune(str(tmp_path), str(first), Bounds(keep=4, max_bytes=0))
+    assert len(reads) == 13 and _names(tmp_path) == {
+        "a3",
+        "a4",
+        "a5",
+        "n0",
+        *(f"b{i}" for i in range(2, 6)),
+    }
+    reads.clear()
+    second = _fake(tmp_path, "n1", "sha256:bb", age=0)
+    prune(str(tmp_path), str(second), Bounds(keep=4, max_bytes=0))
+    assert [Path(p).name for p in reads] == ["n1.json"]  # only the new record's head
+    assert _names(tmp_path) == {"a3", "a4", "a5", "n0", "b3", "b4", "b5", "n1"}
+    (tmp_path / ".policies").write_text("garbage\n\x00\tnot a line\n")
+    reads.clear()
+    third = _fake(tmp_path, "n2", "sha256:aa", age=0)
+    prune(str(tmp_path), str(third), Bounds(keep=4, max_bytes=0))
+    assert len(reads) == 9  # rebuilt from the records themselves
+    assert _names(tmp_path) == {"a4", "a5", "n0", "n2", "b3", "b4", "b5", "n1"}

@@ -94,9 +94,12 @@ def build(
     return record
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, sync: bool = True
+) -> None:
     """Write via a temporary file in the same directory, fsync, rename: a reader
-    sees the old file or the whole new one, never half of it."""
+    sees the old file or the whole new one, never half of it. ``sync=False`` skips
+    the fsync, for a cache that is rebuilt if a crash loses it."""
     target = os.fspath(path)
     parent, name = os.path.split(os.path.abspath(target))
     os.makedirs(parent, exist_ok=True)
@@ -106,7 +109,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -212,6 +216,43 @@ def _policy_of(path: str) -> str:
     return head[start:end].decode("ascii", "replace") if end > 0 else ""
 
 
+_INDEX = ".policies"
+"""Beside the records: each record's file name and policy digest, one per line. Only a
+cache (hidden, so never taken for a record): a name it lacks has its head read, and a
+lost or damaged index is rebuilt. Reading a few hundred heads on every run cost
+several milliseconds of each cold run."""
+
+
+def _policies(directory: str, paths: list[str]) -> dict[str, str]:
+    """The policy digest of each record in ``paths``, from the index where it has them."""
+    index_path = os.path.join(directory, _INDEX)
+    known: dict[str, str] = {}
+    try:
+        with open(index_path, "rb") as f:
+            for line in f.read().decode("utf-8", "replace").splitlines():
+                name, sep, digest = line.partition("\t")
+                if sep and "/" not in name:
+                    known[name] = digest
+    except OSError:
+        pass
+    found: dict[str, str] = {}
+    fresh: list[str] = []
+    for path in paths:
+        name = os.path.basename(path)
+        cached = known.get(name)
+        if cached is None:
+            cached = _policy_of(path)
+            fresh.append(name)
+        found[path] = cached
+    if fresh or len(known) != len(paths):
+        text = "".join(f"{os.path.basename(p)}\t{d}\n" for p, d in found.items())
+        try:
+            write_atomic(index_path, text.encode(), sync=False)
+        except OSError:
+            pass  # another run's index, or a read-only directory: only a cache
+    return found
+
+
 def prune(directory: str, written: str, limits: Bounds) -> list[str]:
     """Delete the state directory's oldest records beyond ``limits``, never
     ``written`` (the record just made) nor a record still being written (its hidden
@@ -237,9 +278,10 @@ def prune(directory: str, written: str, limits: Bounds) -> list[str]:
     # Per policy: only read the heads when there are more records than one policy
     # may keep (a few hundred small reads, after the tool has ended).
     if limits.keep and len(entries) > limits.keep:
+        policies = _policies(directory, [path for _m, path, _s in entries])
         per: dict[str, int] = {}
         for _mtime, path, _size in reversed(entries):
-            digest = _policy_of(path)
+            digest = policies[path]
             per[digest] = per.get(digest, 0) + 1
             if per[digest] > limits.keep:
                 doomed.add(path)
