@@ -22,7 +22,6 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar
 
 from . import libc
 from .record import Record
@@ -358,7 +357,13 @@ def _fit_flags(flags: Sequence[str], abi: int, note: str) -> tuple[int, list[Dro
     return _fit(FLAGS, "flag", _names_mask(FLAGS, flags, "flag", ""), abi, note)
 
 
-_Target = TypeVar("_Target", str, int)
+# typing only for the type checker: importing it (and contextlib and warnings with it)
+# costs every cold cvg-run several milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _Target = TypeVar("_Target", str, int)
 
 
 def _fit_rules(
