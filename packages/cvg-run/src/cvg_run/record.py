@@ -217,10 +217,11 @@ def _policy_of(path: str) -> str:
 
 
 _INDEX = ".policies"
-"""Beside the records: each record's file name and policy digest, one per line. Only a
-cache (hidden, so never taken for a record): a name it lacks has its head read, and a
-lost or damaged index is rebuilt. Reading a few hundred heads on every run cost
-several milliseconds of each cold run."""
+"""Beside the records: each record's file name and policy digest, one per line, a line
+appended per new record and the whole rewritten once it mostly names deleted ones. Only
+a cache (hidden, so never taken for a record): a name it lacks has its head read, and a
+lost or damaged index is rebuilt. Reading a few hundred heads, or rewriting the index,
+on every run cost milliseconds of each cold run."""
 
 
 def _policies(directory: str, paths: list[str]) -> dict[str, str]:
@@ -244,12 +245,22 @@ def _policies(directory: str, paths: list[str]) -> dict[str, str]:
             cached = _policy_of(path)
             fresh.append(name)
         found[path] = cached
-    if fresh or len(known) != len(paths):
-        text = "".join(f"{os.path.basename(p)}\t{d}\n" for p, d in found.items())
-        try:
+    try:
+        if len(known) > 2 * len(paths) + 64:
+            # Mostly records deleted since: written afresh, whole or not at all.
+            text = "".join(f"{os.path.basename(p)}\t{d}\n" for p, d in found.items())
             write_atomic(index_path, text.encode(), sync=False)
-        except OSError:
-            pass  # another run's index, or a read-only directory: only a cache
+        elif fresh:
+            # Appended (one write per run, O_APPEND): names it still holds of deleted
+            # records are never looked up again.
+            lines = "".join(f"{name}\t{found[os.path.join(directory, name)]}\n" for name in fresh)
+            fd = os.open(index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, lines.encode())
+            finally:
+                os.close(fd)
+    except OSError:
+        pass  # a read-only directory: the index is only a cache
     return found
 
 
