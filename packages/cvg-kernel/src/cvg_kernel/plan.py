@@ -319,7 +319,12 @@ def prepare(
         if processes is not None:
             if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
                 raise PlanError("$.processes: must be a positive integer")
-            rlimit_spec["nproc"] = count_user_processes(os.getuid()) + processes
+            uid = os.getuid()
+            # The kernel never applies RLIMIT_NPROC to root's own user (INIT_USER):
+            # counting root's processes would only cost time. The supervisor's count
+            # of the tree is what binds there.
+            if uid != 0:
+                rlimit_spec["nproc"] = count_user_processes(uid) + processes
         try:
             rlimits = prepare_rlimits(rlimit_spec)
         except RlimitError as e:
