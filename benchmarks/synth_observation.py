@@ -28,95 +28,46 @@ def _pick(i: int, unique: int) -> int:
     return (i * 7919) % unique
 
 
+def _file(op: str, path: str, result: str = "ok", syscall: str = "openat", **more: Any) -> dict:
+    """A file event's fields, in the order an observation writes them."""
+    return {"op": op, "syscall": syscall, "result": result, "path": path, **more}
+
+
+_SECRETS = (f"{HOME}/.ssh/id_ed25519", f"{CWD}/.env", f"{HOME}/.aws/credentials", "/etc/shadow")
+
+
 def _event(i: int, unique: int) -> dict[str, Any]:
     n = _pick(i, unique)
     kind = i % 40
     e: dict[str, Any] = {"id": f"e{i + 2}", "pid": 1000 + i % 24, "time": 1_700_000_000 + i / 1e4}
     if kind < 12:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{_STDLIB}/pkg{n % 61}/mod{n}.py",
-        }
+        e |= _file("read", f"{_STDLIB}/pkg{n % 61}/mod{n}.py")
     elif kind < 18:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{_SITE}/lib{n % 113}/m{n}.py",
-        }
+        e |= _file("read", f"{_SITE}/lib{n % 113}/m{n}.py")
     elif kind < 22:
-        e |= {
-            "op": "stat",
-            "syscall": "newfstatat",
-            "result": "ENOENT",
-            "path": f"{CWD}/src/missing{n}.py",
-        }
+        e |= _file("stat", f"{CWD}/src/missing{n}.py", "ENOENT", "newfstatat")
     elif kind < 25:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{CWD}/src/f{n % 2000}.py",
-        }
+        e |= _file("read", f"{CWD}/src/f{n % 2000}.py")
     elif kind < 27:
-        e |= {
-            "op": "write",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{CWD}/out/r{n % 500}.json",
-        }
+        e |= _file("write", f"{CWD}/out/r{n % 500}.json")
     elif kind == 27:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"/etc/conf{n % 40}.d/x.conf",
-        }
+        e |= _file("read", f"/etc/conf{n % 40}.d/x.conf")
     elif kind == 28:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{HOME}/.cache/tool/c{n % 300}",
-            "directory": n % 300 == 0,
-        }
+        e |= _file("read", f"{HOME}/.cache/tool/c{n % 300}", directory=n % 300 == 0)
     elif kind == 29:
-        e |= {
-            "op": "create",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{HOME}/.cache/tool/new{n % 50}",
-        }
+        e |= _file("create", f"{HOME}/.cache/tool/new{n % 50}")
     elif kind == 30:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": (
-                f"{HOME}/.ssh/id_ed25519",
-                f"{CWD}/.env",
-                f"{HOME}/.aws/credentials",
-                "/etc/shadow",
-            )[i // 40 % 4],
-        }
+        e |= _file("read", _SECRETS[i // 40 % 4])
     elif kind == 31:
         # Broad trees: listing /usr, writing in /etc or the home as a whole.
         e |= (
-            {"op": "read", "syscall": "openat", "result": "ok", "path": "/usr", "directory": True},
-            {"op": "create", "syscall": "openat", "result": "ok", "path": f"/etc/tool{n % 7}.lock"},
-            {"op": "create", "syscall": "openat", "result": "ok", "path": f"{HOME}/.toolrc{n % 5}"},
+            _file("read", "/usr", directory=True),
+            _file("create", f"/etc/tool{n % 7}.lock"),
+            _file("create", f"{HOME}/.toolrc{n % 5}"),
         )[i // 40 % 3]
     elif kind == 32:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "EACCES",
-            "path": f"/var/lib/tool/s{n % 100}",
-            "denied_while_learning": True,
-            "denied_by": "landlock",
-        }
+        e |= _file("read", f"/var/lib/tool/s{n % 100}", "EACCES",
+                   denied_while_learning=True, denied_by="landlock")  # fmt: skip
     elif kind == 33:
         e |= {
             "op": "connect",
@@ -128,35 +79,15 @@ def _event(i: int, unique: int) -> dict[str, Any]:
             "port": (443, 80, 5432)[n % 3],
         }
     elif kind == 34:
-        e |= {"op": "write", "syscall": "openat", "result": "ok", "path": f"{SCRATCH}/t{n % 900}"}
+        e |= _file("write", f"{SCRATCH}/t{n % 900}")
     elif kind == 35:
-        e |= {
-            "op": "remove",
-            "syscall": "unlinkat",
-            "result": "ok",
-            "path": f"{CWD}/out/r{n % 500}.tmp",
-        }
+        e |= _file("remove", f"{CWD}/out/r{n % 500}.tmp", syscall="unlinkat")
     elif kind == 36:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"/proc/{1000 + n % 24}/status",
-        }
+        e |= _file("read", f"/proc/{1000 + n % 24}/status")
     elif kind == 37:
-        e |= {
-            "op": "stat",
-            "syscall": "newfstatat",
-            "result": "ok",
-            "path": f"/usr/share/zoneinfo/Z{n % 80}",
-        }
+        e |= _file("stat", f"/usr/share/zoneinfo/Z{n % 80}", syscall="newfstatat")
     elif kind == 38:
-        e |= {
-            "op": "read",
-            "syscall": "openat",
-            "result": "ok",
-            "path": f"{HOME}/notes/n{n % 30}.md",
-        }
+        e |= _file("read", f"{HOME}/notes/n{n % 30}.md")
     else:
         e |= {"op": "signal", "syscall": "kill", "result": "ok", "target_pid": 1000 + n % 30}
     return e
