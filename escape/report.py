@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from cvg_testing import stats
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TOP_README = ROOT / "README.md"
@@ -21,14 +23,8 @@ END = "<!-- escape:end -->"
 OUTCOMES = ("contained", "documented-limit", "escaped", "not-proven")
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
-    if n == 0:
-        return [0.0, 1.0]
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
-    return [round(max(0.0, c - h), 4), round(min(1.0, c + h), 4)]
+def wilson(k: int, n: int) -> list[float]:
+    return [round(x, 4) for x in stats.wilson(k, n, 1.96)]
 
 
 def _counts(attacks: dict, cell: str, names: list[str]) -> dict:

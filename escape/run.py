@@ -1684,16 +1684,6 @@ def outcome(baseline: dict, cell: dict, attack: dict, abi: int) -> tuple[str, st
     return "escaped", cell["evidence"]
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
-    return (round(max(0.0, c - h), 4), round(min(1.0, c + h), 4))
-
-
 # --------------------------------------------------------------------------- main
 
 

@@ -47,7 +47,6 @@ import argparse
 import concurrent.futures
 import itertools
 import json
-import math
 import os
 import platform
 import shutil
@@ -64,6 +63,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from cvg_testing import stats
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -111,15 +112,9 @@ def tool(name: str) -> str:
     return found
 
 
-def wilson(failures: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval for a proportion, 95% by default."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = failures / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def wilson(failures: int, n: int) -> tuple[float, float]:
+    """The Wilson score interval for a proportion, 95%."""
+    return stats.wilson(failures, n, 1.959964)
 
 
 def rate(failures: int, n: int) -> dict[str, Any]:

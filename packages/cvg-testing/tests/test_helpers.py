@@ -82,3 +82,13 @@ def test_a_spawned_childs_output_and_status_come_back() -> None:
 
     got = spawn(child)
     assert (got.exitcode, got.stdout, got.stderr) == (3, b"out\n", b"err")
+
+
+def test_wilson_interval() -> None:
+    from cvg_testing import wilson
+
+    assert wilson(0, 0) == (0.0, 1.0)
+    low, high = wilson(0, 16)
+    assert low == 0.0 and 0.19 < high < 0.20
+    low, high = wilson(8, 16)
+    assert 0.27 < low < 0.28 and 0.72 < high < 0.73 and abs(low + high - 1) < 1e-9

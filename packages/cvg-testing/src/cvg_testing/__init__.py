@@ -25,6 +25,7 @@ from cvg_testing.staging import (
     unpriv_python,
     world_readable_dir,
 )
+from cvg_testing.stats import wilson
 from cvg_testing.tree import Tree, Under, tree_root
 from cvg_testing.users import UNPRIV_USER, drop_to, ensure_unpriv_user, identities
 from cvg_testing.web import TextServer
@@ -58,5 +59,6 @@ __all__ = [
     "stdio_from",
     "tree_root",
     "unpriv_python",
+    "wilson",
     "world_readable_dir",
 ]
