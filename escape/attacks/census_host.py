@@ -112,14 +112,19 @@ def _ws_file(a, name: str, size: int = 0) -> str:
     return path
 
 
+def _swap_call(a, nr: int, *rest: int) -> None:
+    """swapon/swapoff of a 1 MiB workspace file of zeros, capabilities dropped first."""
+    path = _cstr(_ws_file(a, "swapfile", 1 << 20))
+    drop_capabilities()
+    sys_call(nr, ctypes.addressof(path), *rest)
+
+
 @attack("host", "host")
 def swapon_workspace_file(a):
     """swapon() a file in the workspace (zeros, no swap signature). Makes the call
     without capabilities: unproven by design. Should be stopped by seccomp and the
     dropped CAP_SYS_ADMIN."""
-    path = _cstr(_ws_file(a, "swapfile", 1 << 20))
-    drop_capabilities()
-    sys_call(NR_SWAPON, ctypes.addressof(path), 0)
+    _swap_call(a, NR_SWAPON, 0)
 
 
 @attack("host", "host")
@@ -127,9 +132,7 @@ def swapoff_workspace_file(a):
     """swapoff() (of a workspace file: never of the machine's swap). Makes the call
     without capabilities: unproven by design. Should be stopped by seccomp and the
     dropped CAP_SYS_ADMIN."""
-    path = _cstr(_ws_file(a, "swapfile", 1 << 20))
-    drop_capabilities()
-    sys_call(NR_SWAPOFF, ctypes.addressof(path))
+    _swap_call(a, NR_SWAPOFF)
 
 
 @attack("host", "host")
