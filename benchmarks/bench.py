@@ -66,6 +66,7 @@ import render  # noqa: E402  (benchmarks/ is not a package)
 import results_file  # noqa: E402
 import timing  # noqa: E402
 from bench_run import loadavg, summary_ms  # noqa: E402  (shared timing helpers)
+from executables import beside_python  # noqa: E402
 
 KEY = "bench"
 PYTHON = "/usr/bin/python3"
@@ -235,8 +236,7 @@ def make_imports(work: Path) -> Path:
 
 
 def cvg_tool(name: str) -> str:
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
+    found = beside_python(name)
     if not found:
         raise NotAvailable(f"{name}: not installed next to {sys.executable} nor on PATH")
     return found

@@ -12,10 +12,8 @@ benchmarks: it is read, updated and replaced atomically under a lock, and only t
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -24,7 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import results_file  # benchmarks/ is on sys.path when run as a script
+import results_file
+import timing  # benchmarks/ is on sys.path when run as a script
 
 from cvg_probe import __version__, run_probes
 
@@ -32,14 +31,7 @@ KEY = "probe"
 
 
 def summary(samples: list[float]) -> dict[str, Any]:
-    ms = [s * 1000 for s in samples]
-    return {
-        "runs": len(ms),
-        "median_ms": round(statistics.median(ms), 2),
-        "p95_ms": round(results_file.percentile(ms, 95), 2),
-        "min_ms": round(min(ms), 2),
-        "max_ms": round(max(ms), 2),
-    }
+    return results_file.summary_seconds(samples, 2)
 
 
 def measure(fn: Callable[[], object], runs: int) -> list[float]:
@@ -69,12 +61,7 @@ def record(path: Path, entry: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=30, help="measured runs of each (default 30)")
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
-    args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = timing.runs_args(__doc__, runs=30, what="measured runs of each")
 
     os.environ.pop("CVG_LANDLOCK_ABI_MAX", None)
     # As installed packages are: bytecode compiled (see benchmarks/README.md).
@@ -101,10 +88,7 @@ def main() -> int:
     record(path, entry)
     for name in ("run_probes_in_process", "cli_no_cache_subprocess"):
         s = entry[name]
-        print(
-            f"{name:26} median {s['median_ms']:8.2f} ms   p95 {s['p95_ms']:8.2f} ms   "
-            f"(n={s['runs']}, min {s['min_ms']:.2f}, max {s['max_ms']:.2f})"
-        )
+        print(results_file.summary_line(name, s, 26, "8.2f"))
     print(f"written to {path} under {KEY!r}")
     return 0
 

@@ -14,7 +14,6 @@ Median and p95 are written under the key ``"proxy"`` of
 
 from __future__ import annotations
 
-import argparse
 import socket
 import socketserver
 import statistics
@@ -24,10 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import results_file  # benchmarks/ is on sys.path when run as a script
+import results_file
+import timing  # benchmarks/ is on sys.path when run as a script
 
 from cvg_run import __version__
 from cvg_run.proxy import Allowlist, Proxy
@@ -50,14 +49,7 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 def summary(samples: list[float]) -> dict[str, Any]:
-    ms = [s * 1000 for s in samples]
-    return {
-        "runs": len(ms),
-        "median_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(results_file.percentile(ms, 95), 3),
-        "min_ms": round(min(ms), 3),
-        "max_ms": round(max(ms), 3),
-    }
+    return results_file.summary_seconds(samples, 3)
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -141,12 +133,7 @@ def bulk(open_: Callable[[], socket.socket]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=300, help="connections of each kind")
-    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
-    args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = timing.runs_args(__doc__, runs=300, what="connections of each kind")
 
     server = _Server(("127.0.0.1", 0), _Echo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -200,10 +187,7 @@ def main() -> int:
     path = args.output or results_file.default_path()
     results_file.record(path, KEY, entry, who="bench_proxy")
     for name, s in summaries.items():
-        print(
-            f"{name:13} median {s['median_ms']:7.3f} ms   p95 {s['p95_ms']:7.3f} ms   "
-            f"(n={s['runs']}, min {s['min_ms']:.3f}, max {s['max_ms']:.3f})"
-        )
+        print(results_file.summary_line(name, s, 13, "7.3f"))
     print(
         f"throughput    direct {throughput['direct_mib_s']} MiB/s, "
         f"through CONNECT {throughput['http_connect_mib_s']} MiB/s"

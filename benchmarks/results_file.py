@@ -9,6 +9,7 @@ import math
 import os
 import platform
 import socket
+import statistics
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -83,3 +84,26 @@ def record(path: Path, key: str, entry: dict[str, Any], *, who: str) -> None:
         write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
     finally:
         os.close(lock)  # releases the lock
+
+
+def summary_line(name: str, s: dict[str, Any], name_width: int, number: str) -> str:
+    """One measurement's median, p95, count, min and max as the benchmarks print them;
+    ``number`` is the format of the median and p95 (e.g. "8.2f")."""
+    short = number[number.index(".") :]
+    return (
+        f"{name:{name_width}} median {s['median_ms']:{number}} ms   "
+        f"p95 {s['p95_ms']:{number}} ms   (n={s['runs']}, "
+        f"min {s['min_ms']:{short}}, max {s['max_ms']:{short}})"
+    )
+
+
+def summary_seconds(samples: list[float], digits: int) -> dict[str, Any]:
+    """Count, median, p95, min and max of ``samples`` (seconds), in milliseconds."""
+    ms = [x * 1000 for x in samples]
+    return {
+        "runs": len(ms),
+        "median_ms": round(statistics.median(ms), digits),
+        "p95_ms": round(percentile(ms, 95), digits),
+        "min_ms": round(min(ms), digits),
+        "max_ms": round(max(ms), digits),
+    }

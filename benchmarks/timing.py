@@ -32,6 +32,18 @@ def rounds_parser(doc: str, *, runs: int, warmup: int, **kw: Any) -> argparse.Ar
     return parser
 
 
+def runs_args(doc: str, *, runs: int, what: str) -> argparse.Namespace:
+    """The options of a benchmark that times ``--runs`` of each thing (``what`` they
+    are) and writes ``--output``: parsed, the count checked."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=runs, help=f"{what} (default {runs})")
+    parser.add_argument("--output", type=Path, help="results file (default: per hostname)")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
+
+
 def check_rounds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.runs < 1 or args.warmup < 0:
         parser.error("--runs must be at least 1 and --warmup not negative")

@@ -72,6 +72,7 @@ sys.path.insert(0, str(HERE))
 
 import results_file  # noqa: E402
 from classify import CLASSES, classify, env_missing  # noqa: E402
+from executables import beside_python  # noqa: E402
 
 TIMEOUT = 300
 LABELS = ("hand-A", "hand-B", "gen-A", "gen-B")
@@ -105,8 +106,7 @@ BROAD_WRITE = {
 
 
 def tool(name: str) -> str:
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
+    found = beside_python(name)
     if not found:
         raise SystemExit(f"suite: {name} is not installed next to {sys.executable} nor on PATH")
     return found
