@@ -79,3 +79,25 @@ def test_peak_memory_is_measured(tmp_path: Path) -> None:
     o = _observe(tmp_path, subprocess.DEVNULL, sys.executable, "-c", code)
     assert o.peak_rss_kb is not None and o.peak_rss_kb >= 200 * 1024
     assert o.tree_rss_kb is not None and o.tree_rss_kb >= 200 * 1024
+
+
+# As mcp 2.x's stdio server does: stdin copied above the standard descriptors, fd 0
+# pointed elsewhere, requests read from the copy.
+DIVERTED = (
+    "import os\n"
+    "wire = os.dup(0)\n"
+    "os.dup2(os.open(os.devnull, os.O_RDONLY), 0)\n"
+    "while chunk := os.read(wire, 4096):\n"
+    "    os.write(1, chunk.upper())\n"
+)
+
+
+def test_reading_a_copy_of_stdin_is_a_wait(tmp_path: Path) -> None:
+    (tmp_path / "diverted.py").write_text(DIVERTED)
+    feeder = subprocess.Popen(["printf", "a\\nb\\n"], stdout=subprocess.PIPE)
+    try:
+        o = _observe(tmp_path, feeder.stdout, sys.executable, "diverted.py")
+    finally:
+        feeder.wait()
+    waits = [e for e in o.events if e.op == "wait"]
+    assert waits and all(e.address == "stdin (pipe)" for e in waits)

@@ -5,7 +5,9 @@ stdin until the client closes it, a network server accepts on a listening socket
 show in the trace: ``accept`` on a listening socket (decoded, ``-yy`` names the socket;
 a ``listen`` alone is not counted: a script that listens for one callback and ends is
 no server), and ``read`` of descriptor 0 when the observer's own stdin, which the tool
-inherits, is a pipe, a socket or a terminal (a file or /dev/null never waits). Each
+inherits, is a pipe, a socket or a terminal (a file or /dev/null never waits), or of a
+copy of it (dup, dup2, dup3, fcntl F_DUPFD: mcp 2.x's stdio server reads its requests
+from a copy above fd 2 and points fd 0 elsewhere). Each
 becomes a ``wait`` event, a few per process and call, for ``cvg-generate`` to cite.
 """
 
@@ -22,6 +24,8 @@ __all__ = ["InputWaits", "stdin_kind"]
 
 _SOCKET_WAITS: Final = frozenset({"accept", "accept4"})
 _STDIN_READS: Final = frozenset({"read", "readv", "recvfrom", "recvmsg", "recvmmsg"})
+_DUPS: Final = frozenset({"dup", "dup2", "dup3"})
+_F_DUPFD: Final = frozenset({0, 0x406})  # F_DUPFD, F_DUPFD_CLOEXEC
 _PER_CALL: Final = 3
 """Wait events kept per process and call: evidence, not a transcript."""
 
@@ -48,6 +52,10 @@ class InputWaits:
     def __init__(self, stdin: str | None) -> None:
         self.stdin = stdin
         self.counts: dict[tuple[int, str], int] = {}
+        # Copies of stdin: a server may read its requests from one (mcp 2.x's stdio
+        # server moves stdin above 2 and points fd 0 elsewhere). Any process's copy
+        # counts, a heuristic like the rest of this evidence.
+        self.copies: set[int] = {0}
 
     def see(self, rec: Record) -> RawEvent | None:
         """The ``wait`` event ``rec`` makes, if it waits for input (and is not past the
@@ -59,10 +67,11 @@ class InputWaits:
             fd = parse_fd(rec.args[0])
             what = fd.target if fd is not None and fd.target else "a socket"
         elif name in _STDIN_READS and self.stdin is not None:
-            fd = parse_fd(rec.args[0])
-            if fd is None or fd.number != 0:
+            if _number(rec.args[0]) not in self.copies:
                 return None
             what = f"stdin ({self.stdin})"
+        elif self.stdin is not None and self._copied(rec):
+            return None
         else:
             return None
         key = (rec.pid, name)
@@ -74,3 +83,27 @@ class InputWaits:
         if rec.ret == "?":
             result = "ok"  # still waiting when the process ended
         return RawEvent(rec.pid or None, "wait", name, result, rec.time, address=what)
+
+    def _copied(self, rec: Record) -> bool:
+        """Note a copy of stdin that ``rec`` made (dup, dup2, dup3, fcntl F_DUPFD)."""
+        name, args = rec.name, rec.args
+        if name not in _DUPS and name != "fcntl":
+            return False
+        if rec.errno is not None or _number(args[0]) not in self.copies:
+            return False
+        if name == "fcntl" and (len(args) < 2 or _number(args[1]) not in _F_DUPFD):
+            return False
+        copy = _number(rec.ret or "")
+        if copy is not None:
+            self.copies.add(copy)
+        return True
+
+
+def _number(arg: str) -> int | None:
+    """A descriptor or flag as strace prints it: decoded (``3``, ``3</x>``) or raw
+    (``0x3``)."""
+    head = arg.split("<", 1)[0].strip()
+    try:
+        return int(head, 16) if head.startswith("0x") else int(head)
+    except ValueError:
+        return None
