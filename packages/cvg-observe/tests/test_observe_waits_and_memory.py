@@ -36,14 +36,19 @@ def _observe(tmp_path: Path, stdin: object, *argv: str) -> Observation:
     return msg
 
 
-def test_reading_a_piped_stdin_is_a_wait(tmp_path: Path) -> None:
-    (tmp_path / "echo.py").write_text(ECHO)
+def _waits_when_fed(tmp_path: Path, code: str) -> list:
+    """The wait events of a Python tool ``code`` observed with two lines piped in."""
+    (tmp_path / "tool.py").write_text(code)
     feeder = subprocess.Popen(["printf", "a\\nb\\n"], stdout=subprocess.PIPE)
     try:
-        o = _observe(tmp_path, feeder.stdout, sys.executable, "echo.py")
+        o = _observe(tmp_path, feeder.stdout, sys.executable, "tool.py")
     finally:
         feeder.wait()
-    waits = [e for e in o.events if e.op == "wait"]
+    return [e for e in o.events if e.op == "wait"]
+
+
+def test_reading_a_piped_stdin_is_a_wait(tmp_path: Path) -> None:
+    waits = _waits_when_fed(tmp_path, ECHO)
     assert waits and all(e.address == "stdin (pipe)" for e in waits)
     assert {e.syscall for e in waits} <= {"read", "readv", "recvfrom", "recvmsg"}
     per = {(e.pid, e.syscall) for e in waits}
@@ -93,11 +98,5 @@ DIVERTED = (
 
 
 def test_reading_a_copy_of_stdin_is_a_wait(tmp_path: Path) -> None:
-    (tmp_path / "diverted.py").write_text(DIVERTED)
-    feeder = subprocess.Popen(["printf", "a\\nb\\n"], stdout=subprocess.PIPE)
-    try:
-        o = _observe(tmp_path, feeder.stdout, sys.executable, "diverted.py")
-    finally:
-        feeder.wait()
-    waits = [e for e in o.events if e.op == "wait"]
+    waits = _waits_when_fed(tmp_path, DIVERTED)
     assert waits and all(e.address == "stdin (pipe)" for e in waits)
