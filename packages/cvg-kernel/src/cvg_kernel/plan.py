@@ -310,7 +310,9 @@ def prepare(
 
     ruleset = _prepare_landlock(_section(plan, "landlock"), variables, notes)
     try:
-        flt = compiled or _prepare_seccomp(_section(plan, "seccomp"), arch)
+        flt = (
+            compiled if compiled is not None else _prepare_seccomp(_section(plan, "seccomp"), arch)
+        )
         if handover is not None:
             flt = flt.with_listener()
         rlimit_spec = dict(_section(plan, "rlimits") or {"core": 0})

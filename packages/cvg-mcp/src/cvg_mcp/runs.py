@@ -35,7 +35,6 @@ from cvg_run.api import Sandbox, Started, pump
 
 _MAX_REPLY = 1 << 20
 _CHUNK = 65536
-_END_SEARCH = 2.0
 
 
 @dataclass
@@ -117,7 +116,7 @@ class Run:
     def end(self) -> None:
         """End the run early (see cvg_run.api.Started.cancel)."""
         if self.started is not None:
-            self.started.cancel(_END_SEARCH)
+            self.started.cancel()
 
 
 async def _exchange(

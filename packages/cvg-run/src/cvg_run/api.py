@@ -437,12 +437,11 @@ class Started:
         rec["plan"] = dict(self.box.plan)
         return rec
 
-    def cancel(self, search: float = 2.0) -> None:
+    def cancel(self) -> None:
         """End the run early: SIGTERM to its runner, through a pidfd (never another
         process), which is what the runner already obeys when its helper dies: it
         forwards the signal to the tool and ends the tool's tree. Safe from any
-        thread, and after the run ended. ``search`` is accepted for compatibility;
-        the runner is known from the start."""
+        thread, and after the run ended."""
         try:
             signal.pidfd_send_signal(self._runner, signal.SIGTERM)
         except OSError:

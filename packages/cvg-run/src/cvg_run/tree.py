@@ -130,11 +130,10 @@ def _in_memory(target: str, st: os.stat_result, memory_devs: frozenset[int]) -> 
 def _dead(pid: int) -> bool:
     """Whether ``pid`` is a zombie (or gone): its state in /proc/PID/stat."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat_line = f.read()
+        fields = _stat_fields(pid)
     except OSError:
         return True
-    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] in (b"Z", b"X")
+    return fields is None or fields[0] in (b"Z", b"X")
 
 
 def _held_by_fds(pid: int, memory_devs: frozenset[int], sizes: dict[tuple[int, int], int]) -> bool:
