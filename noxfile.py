@@ -215,7 +215,8 @@ def install(session: nox.Session) -> None:
     every distribution, pipx's as written) and all at once (the cvg-sandbox distribution).
     Each installed tool answers --help and has its man page; then the completion
     script of every tool installed at once loads into bash, zsh and fish
-    (tools/test_completion.py). Third-party packages come from PyPI. Installs zsh,
+    (tools/test_completion.py), and cvg-wrap's transcript is what those tools do
+    (docs/test_wrap_transcript.py). Third-party packages come from PyPI. Installs zsh,
     fish, groff and man-db (apt, as root) when missing."""
     _apt_install(session, SHELL_PROGRAMS)
     _sync(session, "--only-group", "dev")
@@ -234,6 +235,11 @@ def install(session: nox.Session) -> None:
             _installed(session, line, every, tmp / "every")
             session.run(
                 "pytest", "tools/test_completion.py", "-q",
+                env={"CVG_BIN": str(tmp / "every" / "bin")},
+            )  # fmt: skip
+            # A user's day with the tools as installed: docs/wrap-transcript.md.
+            session.run(
+                "pytest", "docs/test_wrap_transcript.py", "-q",
                 env={"CVG_BIN": str(tmp / "every" / "bin")},
             )  # fmt: skip
         elif line.startswith("pipx") and "dist/cvg_run-*.whl" in line:  # as written only
