@@ -230,7 +230,7 @@ def main() -> int:
                     raise SystemExit(
                         f"bench_run: {config} {name!r} gave status {status}, output {out[:200]!r}"
                     )
-        if not any(Path(tmp, "cache").rglob("*.json")):
+        if not any(Path(tmp, "cache").rglob("*.plan")):
             raise SystemExit("bench_run: cvg-run left no cached plan; 'cold' would be a compile")
 
         try:

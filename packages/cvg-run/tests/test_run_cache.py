@@ -1,12 +1,18 @@
 """The plan cache: a hit for the same policy, a miss for a changed one, and a
-damaged entry ignored (recompiled), never trusted."""
+damaged entry ignored (recompiled), never trusted. An entry is the sha256 of its
+payload, then the payload in marshal's format (the plan, its digests, the hosts, the
+assembled seccomp program)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import pwd
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runhelp import Box, load_record, make_policy, run_main
@@ -22,7 +28,7 @@ def _source(err: str) -> str:
 
 
 def _entries(box: Box) -> list[Path]:
-    return sorted((box.cache / "cvg" / "plans").glob("*.json"))
+    return sorted((box.cache / "cvg" / "plans").glob("*.plan"))
 
 
 def _run(box: Box, identity: Identity, policy: Path | None) -> tuple[str, str]:
@@ -69,15 +75,38 @@ def test_other_kernel_abi_misses(identity: Identity, box: Box) -> None:
     assert _source(ran.err) == "compiled"
 
 
-CORRUPTIONS = {
+def _payload(data: bytes) -> dict[str, Any]:
+    entry: dict[str, Any] = marshal.loads(data[32:])
+    return entry
+
+
+def _sealed(payload: object) -> bytes:
+    """An entry whose sha256 matches: damage the digest check alone cannot see."""
+    raw = marshal.dumps(payload)
+    return hashlib.sha256(raw).digest() + raw
+
+
+def _changed(**parts: Any) -> Callable[[bytes], bytes]:
+    return lambda data: _sealed({**_payload(data), **parts})
+
+
+CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda data: data[: len(data) // 2],
-    "garbage": lambda data: b"\x00\xff not json \x00",
+    "garbage": lambda data: b"\x00\xff not an entry \x00",
     "empty": lambda data: b"",
-    "not-an-object": lambda data: b"[]",
-    "plan-not-an-object": lambda data: json.dumps({**json.loads(data), "plan": 1}).encode(),
-    "plan-tampered": lambda data: json.dumps(
-        {**json.loads(data), "plan": {**json.loads(data)["plan"], "wall_clock_seconds": 1}}
-    ).encode(),
+    "only-a-digest": lambda data: data[:32],
+    "not-marshal": lambda data: hashlib.sha256(b"{}").digest() + b"{}",
+    "not-an-object": lambda data: _sealed([]),
+    "plan-not-an-object": _changed(plan=1),
+    "digest-not-a-string": _changed(plan_digest=None),
+    "hosts-not-a-list": _changed(hosts={}),
+    "filter-not-an-object": _changed(filter=[1]),
+    "plan-tampered": lambda data: (
+        data[:32]
+        + marshal.dumps(
+            {**_payload(data), "plan": {**_payload(data)["plan"], "wall_clock_seconds": 1}}
+        )
+    ),
 }
 
 
@@ -124,3 +153,19 @@ def test_changed_compiler_misses(identity: Identity, box: Box) -> None:
     finally:
         os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert _run(box, identity, policy)[0] == "cache"
+
+
+def test_the_cached_filter_is_the_plans(identity: Identity, box: Box) -> None:
+    """The entry's seccomp program is what the plan assembles to; one that is not a
+    program is assembled again from the plan, and still denies."""
+    from cvg_kernel.plan import compile_filter
+
+    assert _run(box, identity, None)[0] == "compiled"
+    [entry] = _entries(box)
+    payload = _payload(entry.read_bytes())
+    assert payload["filter"] == compile_filter(payload["plan"]).data()
+    entry.write_bytes(_sealed({**payload, "filter": {"arch": "x86_64", "annotated": []}}))
+    # unshare is on the default deny list: refused with the plan's errno.
+    ran = run_main(["-v", "--", "unshare", "-U", "true"], box=box, user=identity)
+    assert _source(ran.err) == "cache", ran.err
+    assert ran.rc != 0 and "Operation not permitted" in ran.err, ran.err

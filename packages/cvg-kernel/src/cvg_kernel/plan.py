@@ -9,7 +9,6 @@ runs between fork and exec and only issues the syscalls that confine.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -124,6 +123,8 @@ class Note(Record):
 
 def loads(data: bytes | str) -> dict[str, Any]:
     """Parse and check a plan's envelope; the sections are checked by ``prepare``."""
+    import json  # here, not at the top: cvg-run's cold start never parses a plan text
+
     try:
         plan = json.loads(data)
     except ValueError as e:

@@ -800,6 +800,10 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+# The largest value of each field of a BPF instruction: code, jt, jf, k.
+_FIELD_MAX = (0xFFFF, 0xFF, 0xFF, 0xFFFFFFFF)
+
+
 class Filter:
     """A seccomp program, laid out in C memory ahead of time.
 
@@ -853,6 +857,40 @@ class Filter:
         if unknown:
             raise SeccompError(f"unknown seccomp key(s): {', '.join(sorted(unknown))}")
         return cls(compile_spec(arch or libc.machine(), **spec))
+
+    def data(self) -> dict[str, Any]:
+        """The assembled program as plain data (lists, strings, integers), for a cache:
+        :meth:`from_data` gives this filter back without assembling it again."""
+        c = self._compiled
+        return {
+            "arch": c.arch,
+            "annotated": [[*insn, comment] for insn, comment in c.annotated],
+            "skipped": list(c.skipped),
+        }
+
+    @classmethod
+    def from_data(cls, data: object) -> Filter:
+        """The filter :meth:`data` described. Raises SeccompError when ``data`` is not
+        such a description (a damaged cache is then a miss)."""
+        bad = SeccompError("not a filter's data")
+        if not isinstance(data, dict):
+            raise bad
+        arch, annotated, skipped = data.get("arch"), data.get("annotated"), data.get("skipped")
+        if arch not in syscall_table.TABLES or not isinstance(annotated, list) or not annotated:
+            raise bad
+        if not isinstance(skipped, list) or not all(type(n) is str for n in skipped):
+            raise bad
+        rows = []
+        for row in annotated:
+            if not isinstance(row, list) or len(row) != 5 or type(row[4]) is not str:
+                raise bad
+            insn = tuple(row[:4])
+            if not all(
+                type(v) is int and 0 <= v <= m for v, m in zip(insn, _FIELD_MAX, strict=True)
+            ):
+                raise bad
+            rows.append((insn, row[4]))
+        return cls(Compiled(arch=arch, annotated=tuple(rows), skipped=tuple(skipped)))
 
     def with_listener(self) -> Filter:
         """The same filter with its denials sent to a listener (:func:`notifying`)."""

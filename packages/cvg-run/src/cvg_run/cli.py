@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
+from cvg_kernel.seccomp import Filter, SeccompError
 
 from . import guarding, planning, policy_lookup, record
 from .supervisor import Outcome, not_started, resolve_command, supervise, tree_limits
@@ -270,7 +271,7 @@ def _run(args: Options, command: list[str]) -> int:
 
     scratch = make_scratch(run_id)
     try:
-        outcome, denials, reserved = _confined(args, planned.plan, command, cwd, scratch,
+        outcome, denials, reserved = _confined(args, planned, command, cwd, scratch,
                                                record_path)  # fmt: skip
     finally:
         if proxy is not None:
@@ -362,7 +363,7 @@ def _refused_as_degraded(args: Options, plan: dict[str, Any]) -> bool:
 
 def _confined(
     args: Options,
-    plan: dict[str, Any],
+    planned: planning.Planned,
     command: list[str],
     cwd: str,
     scratch: str,
@@ -370,16 +371,24 @@ def _confined(
 ) -> tuple[Outcome, list[dict[str, object]], record.Reserved | None]:
     """Prepare the plan, start the tool confined and supervise it to its end: the
     outcome, the trace's denials, and the record's file when it could be opened first."""
+    plan = planned.plan
     guard = None
     reserved: record.Reserved | None = None
     denials: list[dict[str, object]] = []
     try:
         try:
+            compiled = None
+            if planned.filter_data is not None:
+                try:  # assembled when the plan was cached
+                    compiled = Filter.from_data(planned.filter_data)
+                except SeccompError:
+                    compiled = None
             notify_sock = None
             if not args.trace and guarding.supervised(plan):
                 guard = guarding.Guarding(plan)  # the tracer serves these under --trace
                 notify_sock = guard.theirs
-            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd}, notify_sock=notify_sock)
+            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd}, notify_sock=notify_sock,
+                               compiled=compiled)  # fmt: skip
             if guard is not None:
                 guard.program, guard.arch = prepared.filter.errno_program, prepared.filter.arch
         except (PlanError, OSError) as e:

@@ -10,7 +10,7 @@ per run.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import sys
 
@@ -24,7 +24,9 @@ except ImportError:  # Python 3.11
         from hashlib import sha256 as _sha256  # type: ignore[assignment, unused-ignore]
 
 from cvg_kernel import landlock
+from cvg_kernel.plan import PlanError, compile_filter
 from cvg_kernel.record import Record
+from cvg_kernel.seccomp import SeccompError
 
 from . import __version__
 from .record import write_atomic
@@ -51,6 +53,8 @@ class Planned(Record, frozen=False):
     # network.hosts as [{host, ports}]: the plan has no field for it, and cvg-run
     # starts the proxy from this (hosts.py).
     hosts: list[dict[str, Any]] | None = None
+    # The plan's seccomp program, assembled (cvg_kernel.seccomp.Filter.data).
+    filter_data: dict[str, Any] | None = None
 
 
 def cache_dir() -> str:
@@ -135,39 +139,66 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
         policy_dir = os.path.dirname(real_path)
         shown = policy_path
     parts = [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
+    # marshal's format belongs to the interpreter that wrote it.
+    parts.append(f"{sys.implementation.cache_tag}|marshal={marshal.version}")
     if policy_path is None:
         parts.append(_default_secrets_key(cwd))
     key_material = "\0".join(parts)
     key = _sha256_hex(key_material.encode())[:32]
-    cached = os.path.join(cache_dir(), f"{key}.json")
-    try:
-        with open(cached, "rb") as f:
-            entry = json.loads(f.read())
-        plan, digest, policy_digest = entry["plan"], entry["plan_digest"], entry["policy_digest"]
-        hosts = entry["hosts"]
-        # A damaged entry is a miss: the plan must be an object whose digest is the
-        # one stored beside it (cheap next to compiling).
-        intact = isinstance(plan, dict) and digest == plan_digest(plan)
-        if intact and isinstance(policy_digest, str) and isinstance(hosts, list):
-            return Planned(plan, digest, policy_digest, real_path, True, hosts)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    cached = os.path.join(cache_dir(), f"{key}.plan")
+    entry = _read_entry(cached)
+    if entry is not None:
+        return Planned(entry["plan"], entry["plan_digest"], entry["policy_digest"], real_path,
+                       True, entry["hosts"], entry["filter"])  # fmt: skip
     plan, policy_digest, hosts = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
     digest = plan_digest(plan)
+    try:
+        filter_data: dict[str, Any] | None = compile_filter(plan).data()
+    except (PlanError, SeccompError):
+        filter_data = None  # prepare says why, as it would without a cache
     entry = {
         "plan": plan,
         "plan_digest": digest,
         "policy_digest": policy_digest,
         "hosts": hosts,
+        "filter": filter_data,
     }
+    payload = marshal.dumps(entry)
     try:
-        write_atomic(cached, json.dumps(entry).encode())
+        write_atomic(cached, _sha256(payload).digest() + payload)
     except OSError:
         pass  # a read-only cache only costs speed
-    return Planned(plan, digest, policy_digest, real_path, False, hosts)
+    return Planned(plan, digest, policy_digest, real_path, False, hosts, filter_data)
+
+
+def _read_entry(path: str) -> dict[str, Any] | None:
+    """A cached entry, or None for a miss. A damaged one is a miss: its sha256 must be
+    the one stored before it, and its parts of the types written."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    payload = blob[32:]
+    if len(blob) <= 32 or _sha256(payload).digest() != blob[:32]:
+        return None
+    try:
+        entry = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(entry, dict):
+        return None
+    kinds = {"plan": dict, "plan_digest": str, "policy_digest": str, "hosts": list}
+    if not all(isinstance(entry.get(k), t) for k, t in kinds.items()):
+        return None
+    if not isinstance(entry.get("filter"), (dict, type(None))):
+        return None
+    return entry
 
 
 def plan_digest(plan: dict[str, Any]) -> str:
+    import json  # only when a plan is made: the cached path reads the stored digest
+
     canonical = json.dumps(plan, sort_keys=True, separators=(",", ":")).encode()
     return "sha256:" + _sha256_hex(canonical)
 

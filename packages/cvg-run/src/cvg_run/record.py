@@ -7,10 +7,9 @@ against that model) and written atomically.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .supervisor import Outcome
 
@@ -157,10 +156,68 @@ class Reserved:
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:
-    """One line of compact JSON: the C encoder writes it, where an indented record
-    took the pure-Python one, several times slower on every run (``jq .`` or
-    ``cvg-explain`` read it)."""
-    return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    """One line of compact JSON, the same as ``json.dumps(record, separators=(",",
+    ":"))``: strings by the C escaper the json module uses, the rest here. Importing
+    json brings in re, a few milliseconds of every cold start; a value this does not
+    expect (a NaN, a key that is not a string) goes to json itself."""
+    out: list[str] = []
+    try:
+        _encode(record, out)
+    except _Unusual:
+        import json
+
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    out.append("\n")
+    return "".join(out).encode()
+
+
+_quote: Callable[[str], str] | None
+try:
+    from _json import encode_basestring_ascii as _quote
+except ImportError:  # not CPython: json does it all
+    _quote = None
+
+
+class _Unusual(Exception):
+    pass
+
+
+# Exact types only: a subclass of str or int may print itself otherwise.
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+_INF = float("inf")
+
+
+def _encode(value: object, out: list[str]) -> None:
+    if type(value) not in _PLAIN or _quote is None:
+        raise _Unusual
+    if isinstance(value, str):
+        out.append(_quote(value))
+    elif value is None:
+        out.append("null")
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        if value != value or value in (_INF, -_INF):
+            raise _Unusual
+        out.append(float.__repr__(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        for i, (k, v) in enumerate(value.items()):
+            if type(k) is not str:
+                raise _Unusual
+            out.append("," + _quote(k) + ":" if i else _quote(k) + ":")
+            _encode(v, out)
+        out.append("}")
+    else:
+        assert isinstance(value, (list, tuple))
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(v, out)
+        out.append("]")
 
 
 # How many records the state directory keeps (see the README's "Run records").

@@ -16,7 +16,7 @@ import os
 import resource
 import select
 import signal
-import threading
+import sys
 import time
 from collections.abc import Mapping, Sequence
 
@@ -127,7 +127,10 @@ class SignalCatcher:
 
     def __init__(self) -> None:
         self.received: list[int] = []
-        self.active = threading.current_thread() is threading.main_thread()
+        # Only the main thread may set handlers. Without the threading module loaded
+        # (cvg-run's cold start does not import it) no other thread was started by it.
+        threading = sys.modules.get("threading")
+        self.active = threading is None or threading.current_thread() is threading.main_thread()
         self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._old: dict[int, object] = {}
         self._old_wakeup = -1
