@@ -333,3 +333,165 @@ def test_a_listed_tree_in_the_home_keeps_its_secrets_denied(tmp_path: Path) -> N
     p = gen(o)
     assert "${HOME}/project/docs" in p.filesystem.read
     assert "${HOME}/project/docs/.env" in p.filesystem.deny
+
+
+# ------------------------------------------------------------ ELF programs of a package
+
+
+def test_an_elf_helper_beside_a_compiler_is_a_sibling_and_a_library_is_not(
+    fake_dpkg: Path, tmp_path: Path
+) -> None:
+    """GCC's collect2 lives in /usr/lib/gcc/<triplet>/<version>, not in a bin."""
+    helper_dir = fake_dpkg / "usr/lib/gcc/x86_64-linux-gnu/12"
+    helper_dir.mkdir(parents=True)
+    for name in ("collect2", "liblto_plugin.so", "liblto_plugin.so.0.0.0", "specs"):
+        shutil.copy("/bin/true", helper_dir / name)  # ELF, executable
+    (helper_dir / "specs").write_text("not a program\n")
+    listing = fake_dpkg.parent / "info" / "tools.list"
+    names = [str(helper_dir / n) for n in ("collect2", "liblto_plugin.so",
+                                           "liblto_plugin.so.0.0.0", "specs")]  # fmt: skip
+    listing.write_text(listing.read_text() + "\n".join(names) + "\n")
+    packaged._index.cache_clear()
+    try:
+        p = gen(_ran(fake_dpkg, "usr/bin/tool-a", tmp_path / "work"))
+    finally:
+        packaged._index.cache_clear()
+    assert str(helper_dir / "collect2") in p.filesystem.execute
+    assert not any("liblto" in x or x.endswith("/specs") for x in p.filesystem.execute)
+
+
+# ------------------------------------------------------------ programs a script names
+
+
+def _script_run(tmp_path: Path, text: str) -> Observation:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    script = work / "run.sh"
+    script.write_text(text)
+    return obs(
+        str(work),
+        {"op": "execute", "syscall": "execve", "path": "/bin/sh", "pid": 10},
+        {"op": "read", "path": str(script), "pid": 10},
+        executables=[{"path": "/bin/sh", "event_id": "e1"}],
+    )
+
+
+def test_a_program_named_on_a_branch_not_taken_is_granted_citing_the_line(
+    tmp_path: Path,
+) -> None:
+    cat, b64 = shutil.which("cat"), shutil.which("base64")  # base64: no shell baseline
+    assert cat and b64, "coreutils are needed"
+    text = 'case "$1" in\nA) cat in.txt ;;\nB) x=$(date) ; cat in.txt | base64 -w0 ;;\nesac\n'
+    p = gen(_script_run(tmp_path, text))
+    target = os.path.realpath(b64)
+    assert target in p.filesystem.execute
+    why = " ".join(cited(p, "execute", target))
+    assert "run.sh names base64 (line 3)" in why and "e2:" in why
+
+
+@pytest.mark.parametrize(
+    ("word", "why"),
+    [("bash", "a shell: it runs anything"), ("su", "setuid"), ("passwd", "setuid")],
+)
+def test_a_script_never_brings_a_shell_or_a_setuid_program(
+    tmp_path: Path, word: str, why: str
+) -> None:
+    found = shutil.which(word)
+    if found is None:
+        pytest.skip(f"{word} is not installed here")
+    p = gen(_script_run(tmp_path, f"{word} -c true\n"))
+    assert os.path.realpath(found) not in p.filesystem.execute, why
+
+
+def test_a_script_never_brings_a_secret(tmp_path: Path) -> None:
+    key = tmp_path / "keys" / "id_rsa"
+    _program(key)
+    p = gen(_script_run(tmp_path, f"{key} --sign x\n"))
+    assert str(key) not in p.filesystem.execute
+
+
+def test_command_words() -> None:
+    from cvg_generate.scripts import command_words
+
+    text = (
+        "# comment: rm -rf /\n"
+        "set -eu; X=1 Y=2 sort -u a >out 2>&1 && uniq b\n"
+        "find . -name '*.c' -exec wc -l {} \\; | xargs -0 timeout 5 md5sum\n"
+        "jq '.items\n  | map(.name)' f.json  # the filter spans lines\n"
+        'echo "$(hostname)" `uname -r`\n'
+        'for f in cut paste; do nl "$f"; done\n'
+    )
+    words = list(command_words(text))
+    assert [w for _n, w in words] == [
+        "set", "sort", "uniq", "find", "wc", "xargs", "timeout", "md5sum", "jq",
+        "hostname", "echo", "uname", "nl",
+    ]  # fmt: skip
+    assert dict((w, n) for n, w in words)["jq"] == 4 and dict((w, n) for n, w in words)["nl"] == 7
+
+
+# ------------------------------------------------------------ installed trees
+
+
+@pytest.fixture
+def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for /usr: SYSTEM_TOP moved to tmp_path/usr."""
+    from cvg_generate import paths
+
+    top = tmp_path / "usr"
+    (top / "share").mkdir(parents=True)
+    monkeypatch.setattr(paths, "SYSTEM_TOP", str(top) + "/")
+    return top
+
+
+def _read(tmp_path: Path, *files: Path) -> Observation:
+    return obs(
+        str(tmp_path / "work"),
+        {"op": "execute", "syscall": "execve", "path": "/usr/bin/true"},
+        *({"op": "read", "path": str(f)} for f in files),
+        executables=[{"path": "/usr/bin/true", "event_id": "e1"}],
+    )
+
+
+def test_a_module_read_brings_its_installed_tree(system: Path, tmp_path: Path) -> None:
+    module = system / "share/perl/5.36/List/Util.pm"
+    other = system / "share/perl/5.36/JSON/PP.pm"
+    for f in (module, other):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("1;\n")
+    p = gen(_read(tmp_path, module))
+    tree = str(system / "share/perl")
+    assert tree in p.filesystem.read
+    assert "installed program's tree" in " ".join(cited(p, "read", tree))
+
+
+def test_no_tree_with_a_secret_beneath_it(system: Path, tmp_path: Path) -> None:
+    module = system / "share/tool/lib/mod.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("x = 1\n")
+    (system / "share/tool/keys").mkdir()
+    (system / "share/tool/keys/server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    p = gen(_read(tmp_path, module))
+    assert str(system / "share/tool") not in p.filesystem.read
+    assert str(module) in p.filesystem.read  # the file itself, as before
+
+
+def test_no_tree_for_a_file_directly_in_a_shared_directory_or_a_link_out(
+    system: Path, tmp_path: Path
+) -> None:
+    lib = system / "lib/x86_64-linux-gnu/libz.so.1"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("")
+    outside = tmp_path / "etc" / "locale.alias"
+    outside.parent.mkdir()
+    outside.write_text("")
+    link = system / "share/locale/locale.alias"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    doc = system / "share/doc/tool/README"
+    doc.parent.mkdir(parents=True)
+    doc.write_text("")
+    p = gen(_read(tmp_path, lib, link, doc))
+    assert str(lib.parent) not in p.filesystem.read
+    assert str(system / "share/locale") not in p.filesystem.read
+    assert str(system / "share/doc") not in p.filesystem.read
+    assert str(system / "share/doc/tool") in p.filesystem.read  # one package's part

@@ -49,7 +49,26 @@ loads libffi, ssl loads libssl), and one trace names only the libraries it loade
 NODE: Final = ("/usr/share/nodejs", "/usr/lib/node_modules", "/usr/share/node_modules")
 """Where Debian and upstream Node keep their bundled modules."""
 
+PERL: Final = (
+    "/etc/perl",
+    "/usr/share/perl5",
+    "/usr/share/perl",
+    "/usr/lib/x86_64-linux-gnu/perl5",
+    "/usr/lib/x86_64-linux-gnu/perl",
+    "/usr/lib/x86_64-linux-gnu/perl-base",
+    "/usr/lib/aarch64-linux-gnu/perl5",
+    "/usr/lib/aarch64-linux-gnu/perl",
+    "/usr/lib/aarch64-linux-gnu/perl-base",
+    "/usr/lib64/perl5",
+    "/usr/share/perl5/vendor_perl",
+    "/usr/local/share/perl",
+    "/usr/local/lib/site_perl",
+)
+"""Perl's module directories (@INC) on Debian, Ubuntu and Fedora: another input uses
+another module (JSON::PP where this one used List::Util)."""
+
 _PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
+_PERL_RE: Final = re.compile(r"^perl[0-9.]*$")
 _NODE_RE: Final = re.compile(r"^(node|nodejs)$")
 _CC1: Final = frozenset({"cc1", "cc1plus", "cc1obj"})
 CC_HEADERS: Final = ("/usr/include", "/usr/local/include")
@@ -97,6 +116,9 @@ def baselines(obs: Observation) -> list[Baseline]:
         if _PYTHON_RE.match(name):
             for path in _python_stdlib(obs):
                 add(path, event, f"python baseline: {name}'s standard library")
+        elif _PERL_RE.match(name):
+            for path in PERL:
+                add(path, event, f"perl baseline: {name}'s module directories")
         elif _NODE_RE.match(name):
             for path in NODE:
                 add(path, event, f"node baseline: {name}'s bundled modules")

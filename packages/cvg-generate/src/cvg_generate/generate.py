@@ -43,7 +43,8 @@ from cvg_schema.policy import Reason
 from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
 from .baselines import Baseline, baselines, resolver, utilities
 from .packaged import index as package_index
-from .paths import PathContext, is_broad, is_per_process, parent, within
+from .paths import PathContext, installed_tree, is_broad, is_per_process, parent, within
+from .scripts import script_programs
 
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
 
@@ -271,7 +272,7 @@ class _Builder:
                 )
                 continue
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
-        self._reads(reads, ctx, name, cwd_var_ok)
+        self._reads(reads, ctx, name, cwd_var_ok, obs.home)
         if cwd_var_ok:
             self._writable_workspace(obs, name)
         self._executables(obs, ctx, name, cwd_var_ok)
@@ -284,6 +285,14 @@ class _Builder:
             self.rule(self.fs["execute"], ctx.to_policy(b.path)).cite(b.event, summary, name)
             if _is_script(b.path):
                 self.rule(self.fs["read"], ctx.to_policy(b.path)).cite(b.event, summary, name)
+        for sp in script_programs(obs):
+            summary = (
+                f"script baseline: {sp.script} names {sp.word} (line {sp.line}): another "
+                f"input takes that branch ({_summary(sp.event)})"
+            )
+            self.rule(self.fs["execute"], ctx.to_policy(sp.path)).cite(sp.event, summary, name)
+            if _is_script(sp.path):
+                self.rule(self.fs["read"], ctx.to_policy(sp.path)).cite(sp.event, summary, name)
         anchor = _first_exec(obs)
         if anchor is not None:
             # Discarding output is what every shell script does on some input
@@ -479,6 +488,7 @@ class _Builder:
         ctx: PathContext,
         name: str | None,
         cwd_ok: bool,
+        obs_home: str | None,
     ) -> None:
         files: dict[str, list[str]] = {}
         for concrete, events in reads.items():
@@ -507,6 +517,18 @@ class _Builder:
                 r.why = r.why or (
                     "a directory the tool listed or walked, read as a tree: another input "
                     "reads other entries of it"
+                )
+                for ev, _ in events:
+                    r.cite(ev, _summary(ev), name)
+                continue
+            tree = installed_tree(concrete)
+            if tree is not None and not is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
+                r = self.rule(self.fs["read"], ctx.to_policy(tree))
+                pkg = package_index().package_of(concrete)
+                r.why = r.why or (
+                    "an installed program's tree of data or modules: another input reads "
+                    "other files of it"
+                    + (f" ({concrete} is of the package {pkg.name})" if pkg is not None else "")
                 )
                 for ev, _ in events:
                     r.cite(ev, _summary(ev), name)
@@ -947,6 +969,14 @@ class _Builder:
 
 
 _SCAN_LIMIT: Final = 50_000
+
+
+@functools.lru_cache(maxsize=256)
+def _clean(tree: str, home: str | None) -> bool:
+    """No file named like a secret beneath ``tree``, searched whole: only such a tree is
+    granted as one (a system tree's deny rules would be another policy to review)."""
+    secrets, complete = _secrets_beneath(tree, home)
+    return complete and not secrets
 
 
 def _secrets_beneath(directory: str, home: str | None) -> tuple[list[str], bool]:

@@ -5,7 +5,10 @@ that ran ``as`` from binutils archives with ``ar`` on the next. The package mana
 knows which programs ship together: dpkg lists each package's files in
 ``/var/lib/dpkg/info/<package>.list``. An executed file that belongs to a package
 widens to that package's other programs (regular executable files in a ``bin``,
-``sbin`` or ``libexec`` directory of the package), citing the package.
+``sbin`` or ``libexec`` directory of the package, and executable ELF programs
+elsewhere in it that are not shared libraries: GCC keeps ``collect2`` and ``lto1``
+beside ``cc1`` in ``/usr/lib/gcc/<triplet>/<version>``, and a driver that only
+compiled on one input links on the next), citing the package.
 
 Never for a package that ships a setuid or setgid file (a program that runs with
 other privileges is granted only when it was seen to run) or a shell (listed in
@@ -16,6 +19,7 @@ secret by name.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -99,14 +103,29 @@ class PackageIndex:
             if path in self.shells or real in self.shells:
                 pkg.refused = f"it ships the shell {path}"
                 return pkg
-            in_program_dir = bool(_PROGRAM_DIRS.intersection(path.split("/")[:-1]))
-            if in_program_dir and st.st_mode & 0o111 and secret_reason(real) is None:
+            if not st.st_mode & 0o111 or secret_reason(real) is not None:
+                continue
+            if _PROGRAM_DIRS.intersection(path.split("/")[:-1]) or _elf_program(real):
                 programs[real] = None
         if len(programs) > _MAX_PROGRAMS:
             pkg.refused = f"it ships {len(programs)} programs (more than {_MAX_PROGRAMS})"
             return pkg
         pkg.programs = sorted(programs)
         return pkg
+
+
+_SHARED_LIBRARY: Final = re.compile(r"\.so(\.[0-9]+)*$")
+
+
+def _elf_program(path: str) -> bool:
+    """An ELF file that is not named as a shared library (``.so``, ``.so.1.2``)."""
+    if _SHARED_LIBRARY.search(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def _spellings(path: str) -> list[str]:

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from typing import Final
 
 from cvg_policy.defaults import BROAD_TREES, is_per_process
 from cvg_schema import Observation
 
-__all__ = ["BROAD", "PathContext", "is_broad", "is_per_process", "parent", "within"]
+__all__ = [
+    "BROAD",
+    "PathContext",
+    "installed_tree",
+    "is_broad",
+    "is_per_process",
+    "parent",
+    "within",
+]
 
 BROAD: Final = BROAD_TREES | {"${HOME}"}
 """Directories no generated rule covers as a whole: the system's top-level trees (a
@@ -37,6 +46,75 @@ def parent(path: str) -> str:
     """The directory holding ``path`` (``${CWD}`` for ``${CWD}/x``)."""
     head = posixpath.dirname(path)
     return head or "/"
+
+
+SHARED_ROOTS: Final = (
+    "/usr/share",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib32",
+    "/usr/libexec",
+    "/usr/local/share",
+    "/usr/local/lib",
+)
+"""Where every installed program keeps its data and modules, each in a tree of its own:
+``/usr/share/perl``, ``/usr/share/groff``, ``/usr/lib/x86_64-linux-gnu/perl``."""
+_TRIPLET: Final = re.compile(r"^[a-z0-9_]+-linux-[a-z0-9_]+$")
+_SHARED_BY_MANY: Final = frozenset(
+    {
+        "doc",
+        "man",
+        "info",
+        "locale",
+        "fonts",
+        "icons",
+        "pixmaps",
+        "applications",
+        "mime",
+        "misc",
+        "common-licenses",
+        "dict",
+        "X11",
+        "pkgconfig",
+        "bash-completion",
+    }
+)
+"""Directories below a shared root where every package puts its own part: the tree is
+one level further down (``/usr/share/doc/tar``, not all the documentation)."""
+
+
+SYSTEM_TOP: Final = "/usr/"
+"""Installed trees resolve beneath this (a tree that leads elsewhere is not one)."""
+
+
+def installed_tree(path: str) -> str | None:
+    """The installed tree ``path`` (a file read, existing here) lies in: the first
+    directory below a shared root (or below its multiarch directory, or below a
+    directory many packages share), when ``path`` is beneath it and both resolve inside
+    it; else None (a file directly in a shared directory, such as a library in
+    ``/usr/lib/x86_64-linux-gnu``, is no tree)."""
+    p = posixpath.normpath(path)
+    for root in SHARED_ROOTS:
+        root = os.path.join(SYSTEM_TOP, os.path.relpath(root, "/usr"))
+        if not p.startswith(root + "/"):
+            continue
+        rest = p[len(root) + 1 :].split("/")
+        if "/lib" in root and _TRIPLET.match(rest[0]):
+            root, rest = f"{root}/{rest[0]}", rest[1:]
+        if rest[0] in _SHARED_BY_MANY:
+            root, rest = f"{root}/{rest[0]}", rest[1:]
+        if len(rest) < 2 or not os.path.exists(p):
+            return None
+        tree = f"{root}/{rest[0]}"
+        real = os.path.realpath(tree)
+        if not real.startswith(SYSTEM_TOP) or not os.path.isdir(real):
+            return None
+        # A link out of the tree (/usr/share/locale/locale.alias is /etc/locale.alias)
+        # is read where it leads: Landlock checks the file it resolves to.
+        if not os.path.realpath(p).startswith(real + "/"):
+            return None
+        return tree
+    return None
 
 
 def is_broad(path: str) -> bool:
