@@ -495,3 +495,55 @@ def test_no_tree_for_a_file_directly_in_a_shared_directory_or_a_link_out(
     assert str(system / "share/locale") not in p.filesystem.read
     assert str(system / "share/doc") not in p.filesystem.read
     assert str(system / "share/doc/tool") in p.filesystem.read  # one package's part
+
+
+def test_a_named_python_script_brings_its_interpreter_and_runtime(tmp_path: Path) -> None:
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no /usr/bin/python3 here")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "yamltool"
+    tool.write_text("#!/usr/bin/env python3\nprint(1)\n")
+    tool.chmod(0o755)
+    o = _script_run(tmp_path, f'[ "$1" = B ] && {tool} x\n')
+    p = gen(o)
+    real = os.path.realpath(python)
+    assert str(tool) in p.filesystem.execute and str(tool) in p.filesystem.read
+    assert real in p.filesystem.execute
+    assert "#! interpreter of" in " ".join(cited(p, "execute", real))
+    stdlib = f"/usr/lib/{os.path.basename(real)}"
+    if os.path.isdir(stdlib):
+        assert stdlib in p.filesystem.read
+
+
+# ------------------------------------------------------------ what a build runs
+
+
+def _built(tmp_path: Path, compiler: str) -> Observation:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return obs(
+        str(work),
+        {"op": "execute", "syscall": "execve", "path": f"/usr/lib/gcc/x/12/{compiler}"},
+        {"op": "create", "path": f"{work}/build/main.o"},
+        executables=[{"path": f"/usr/lib/gcc/x/12/{compiler}", "event_id": "e1"}],
+    )
+
+
+def test_a_workspace_the_tool_compiles_in_is_executable(tmp_path: Path) -> None:
+    p = gen(_built(tmp_path, "cc1"))
+    assert "${CWD}" in p.filesystem.write and "${CWD}" in p.filesystem.execute
+    why = " ".join(cited(p, "execute", "${CWD}"))
+    assert "builds programs in its workspace" in why and "e1:" in why
+
+
+def test_a_workspace_is_not_executable_without_a_build(tmp_path: Path) -> None:
+    p = gen(_built(tmp_path, "not-a-compiler"))
+    assert "${CWD}" in p.filesystem.write and "${CWD}" not in p.filesystem.execute
+
+
+def test_random_devices_are_a_read_baseline(tmp_path: Path) -> None:
+    p = gen(_built(tmp_path, "cc1"))
+    assert "/dev/urandom" in p.filesystem.read
+    assert "random bytes" in " ".join(cited(p, "read", "/dev/urandom"))

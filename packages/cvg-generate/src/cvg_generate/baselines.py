@@ -19,7 +19,15 @@ from typing import Final
 
 from cvg_schema import Event, Observation
 
-__all__ = ["RESOLVER", "UTILITIES", "Baseline", "baselines", "resolver", "utilities"]
+__all__ = [
+    "RESOLVER",
+    "UTILITIES",
+    "Baseline",
+    "baselines",
+    "interpreter_of",
+    "resolver",
+    "utilities",
+]
 
 GLIBC: Final = (
     "/etc/ld.so.cache",
@@ -209,3 +217,43 @@ def resolver(obs: Observation, grantable: Callable[[Event], bool]) -> list[Basel
         return []
     why = "resolver baseline: a network client resolves host names on another input"
     return [Baseline(p, first, why) for p in RESOLVER if os.path.exists(p)]
+
+
+def interpreter_of(script: str, path_dirs: Iterable[str]) -> list[tuple[str, str, str]]:
+    """For a script that was not seen to run: its ``#!`` interpreter (through ``env``,
+    found on ``path_dirs``) to execute, and that runtime's trees to read (python's
+    standard library and packages, perl's modules, node's), as (path, why, field),
+    those existing here."""
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return []
+    if not first.startswith(b"#!"):
+        return []
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return []
+    interp = words[0]
+    if posixpath.basename(interp) == "env":
+        name = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+        found = [posixpath.join(d, name) for d in path_dirs if name] if name else []
+        interp = next((p for p in found if os.access(p, os.X_OK)), "")
+    if not interp.startswith("/") or not os.path.exists(interp):
+        return []
+    real = os.path.realpath(interp)
+    name = posixpath.basename(real)
+    why = f"#! interpreter of {script}"
+    out = [(real, why, "execute")]
+    trees: tuple[str, ...] = ()
+    if _PYTHON_RE.match(name):
+        version = name[len("python") :]
+        trees = (f"/usr/lib/{name}", f"/usr/local/lib/{name}", "/usr/lib/python3/dist-packages")
+        if not version:
+            trees = ("/usr/lib/python3/dist-packages",)
+    elif _PERL_RE.match(name):
+        trees = PERL
+    elif _NODE_RE.match(name):
+        trees = NODE
+    out.extend((t, f"{name} runtime of {script}", "read") for t in trees if os.path.isdir(t))
+    return out

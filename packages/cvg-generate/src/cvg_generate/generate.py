@@ -41,7 +41,7 @@ from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
 
 from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
-from .baselines import Baseline, baselines, resolver, utilities
+from .baselines import Baseline, baselines, interpreter_of, resolver, utilities
 from .packaged import index as package_index
 from .paths import PathContext, installed_tree, is_broad, is_per_process, parent, within
 from .scripts import script_programs
@@ -49,6 +49,14 @@ from .scripts import script_programs
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
 
 SINK_DEVICES: Final = ("/dev/null",)
+SOURCE_DEVICES: Final = ("/dev/urandom", "/dev/random", "/dev/zero")
+"""Read by any program on some input (git reads /dev/urandom for a temporary file's
+name where getrandom() is not used): they hold nothing and reach nothing."""
+_BUILDERS: Final = frozenset(
+    {"cc1", "cc1plus", "collect2", "ld", "ld.bfd", "ld.gold", "ld.lld", "as", "rustc",
+     "go", "javac", "clang", "tcc"}
+)  # fmt: skip
+"""A compiler, an assembler or a linker: a tool that runs one builds programs."""
 """Devices every generated policy may write: writing them reaches nothing."""
 
 SYSCALL_MODES: Final = ("denylist", "allowlist")
@@ -293,6 +301,12 @@ class _Builder:
             self.rule(self.fs["execute"], ctx.to_policy(sp.path)).cite(sp.event, summary, name)
             if _is_script(sp.path):
                 self.rule(self.fs["read"], ctx.to_policy(sp.path)).cite(sp.event, summary, name)
+                # The program is itself a script: its interpreter runs too, with the
+                # runtime it needs (Debian's yq is python).
+                for path, why, fld in interpreter_of(sp.path, sp.path_dirs):
+                    self.rule(self.fs[fld], ctx.to_policy(path)).cite(
+                        sp.event, f"{why}; {summary}", name
+                    )
         anchor = _first_exec(obs)
         if anchor is not None:
             # Discarding output is what every shell script does on some input
@@ -301,6 +315,14 @@ class _Builder:
                 self.rule(self.fs["write"], device).cite(
                     anchor, f"baseline: any program may discard output ({_summary(anchor)})", name
                 )
+            for device in SOURCE_DEVICES:
+                if os.path.exists(device):
+                    why = (
+                        f"baseline: any program may read random bytes or zeros ({_summary(anchor)})"
+                    )
+                    self.rule(self.fs["read"], device).cite(anchor, why, name)
+        if cwd_var_ok:
+            self._builds(obs, name)
         self._environment(obs, ctx, name)
         self._resources(obs, name)
         self._denies(obs, ctx, name)
@@ -418,6 +440,27 @@ class _Builder:
             )
             return
         self.rule(self.fs["write"], target).cite(e, _summary(e), name)
+
+    def _builds(self, obs: Observation, name: str | None) -> None:
+        """Execute on a writable ``${CWD}`` when the tool ran a compiler, assembler or
+        linker: another input runs what it builds there (a test binary, a tool it
+        made). The workspace is writable already, so this adds running what the tool
+        could write there anyway, never anything beyond the workspace."""
+        if "${CWD}" not in self.fs["write"] or "${CWD}" in self.fs["execute"]:
+            return
+        found = next(
+            (e for exe, e in obs.executions()
+             if e.result == "ok" and posixpath.basename(exe.path) in _BUILDERS),
+            None,
+        )  # fmt: skip
+        if found is None:
+            return
+        r = self.rule(self.fs["execute"], "${CWD}")
+        r.why = r.why or (
+            "the tool builds programs in its workspace (it ran a compiler or linker): "
+            "another input runs what it builds there"
+        )
+        r.cite(found, _summary(found), name)
 
     def _writable_workspace(self, obs: Observation, name: str | None) -> None:
         """Write on ``${CWD}`` from evidence that where the tool writes depends on its

@@ -60,6 +60,7 @@ class ScriptProgram:
     line: int
     word: str
     event: Event
+    path_dirs: tuple[str, ...] = ()  # the PATH it was found on
 
 
 def command_words(text: str) -> Iterator[tuple[int, str]]:
@@ -140,7 +141,7 @@ def script_programs(obs: Observation) -> list[ScriptProgram]:
             if program is None or program in found:
                 continue
             if _refused(program, obs.home) is None:
-                found[program] = ScriptProgram(program, script, line, word, event)
+                found[program] = ScriptProgram(program, script, line, word, event, tuple(path_dirs))
     return list(found.values())
 
 
