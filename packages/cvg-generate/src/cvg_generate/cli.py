@@ -52,11 +52,19 @@ What becomes a rule (each with the events behind it as its reasons):
   anything in the working dir  one rule on ${CWD} (the tool's workspace); write on it
                                when the tool wrote a file anywhere or ran a shell or make
   a program run                filesystem.execute on it, its ELF interpreter, its #! chain
-  python, node, glibc          their runtime baseline (stdlib, locale, zoneinfo, gconv, libs)
+  python, node, perl, glibc    their runtime baseline (stdlib, modules, locale, gconv, libs)
   a shell or make ran          execute on the standard utilities (rm, xargs, gunzip, ...)
-  a program of a dpkg package  execute on the package's other programs (bin, sbin, libexec;
-                               not for a package with a setuid/setgid program or a shell)
-  any program                  write on /dev/null
+  a script a shell read        execute on each program it names in command position and
+                               that is on PATH (another input takes another branch); a
+                               named #! script brings its interpreter and its runtime
+  a program of a dpkg package  execute on the package's other programs (bin, sbin, libexec,
+                               ELF helpers such as gcc's collect2; not for a package with
+                               a setuid/setgid program or a shell)
+  a file of an installed tree  read on the tree (/usr/share/perl, /usr/share/groff, ...)
+                               when nothing beneath it is named like a secret
+  a compiler or linker ran     execute on a writable ${CWD}: it runs what it builds
+  any program                  write on /dev/null; read on /dev/urandom, /dev/random,
+                               /dev/zero
   a TCP connect or bind        network.tcp_connect / tcp_bind on the port
   a TCP or UDP connect         read on the resolver files (/etc/hosts, resolv.conf, ...)
   a server (waited on stdin    wall_clock_seconds: null, an hour of CPU per process
@@ -65,8 +73,9 @@ What becomes a rule (each with the events behind it as its reasons):
   variables it was given       environment.set (a secret-looking one: environment.pass)
   a probe that got ENOENT      nothing: Landlock keeps it ENOENT
 Never granted: a secret (~/.ssh, .env, *.pem, ...) or a decoy, whatever the tool
-did; what the learning sandbox denied (unless --grant-denied); write on /, /usr,
-/etc, ${HOME} or another top-level tree as a whole. What was left out is listed on
+did; what the learning sandbox denied (unless --grant-denied); a shell or a
+setuid program that did not run; write on /, /usr, /etc, ${HOME} or another
+top-level tree as a whole. What was left out is listed on
 stderr, one "note:" line each.
 
 \b
