@@ -300,7 +300,7 @@ def _apt_install(session: nox.Session, programs: dict[str, str]) -> None:
 
 @nox.session
 def falsedenial(session: nox.Session) -> None:
-    """The false-denial suite (benchmarks/workloads/): 40 benign real programs and MCP
+    """The false-denial suite (benchmarks/workloads/): 41 benign real programs and MCP
     servers under their hand-written policies and under policies generated from other
     inputs; fails when a hand-written policy denies anything or the generated ones do
     worse than the committed results. The MCP sessions idle 35 s here (the recorded run:

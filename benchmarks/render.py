@@ -248,7 +248,7 @@ def render_bench(bench: dict[str, Any]) -> list[str]:
 LABELS = {
     "hand-B": ("hand-written", "B", "0"),
     "gen-A": ("generated from A", "A", "0"),
-    "gen-B": ("generated from A", "B", "<= 10%"),
+    "gen-B": ("generated from A", "B", "<= 5%"),
 }
 
 
