@@ -22,9 +22,11 @@ scalars = (
 )
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text() | st.integers() | st.booleans() | st.none(), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text() | st.integers() | st.booleans() | st.none(), inner, max_size=4)
+    ),
     max_leaves=30,
 )
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import errno as _errno
 import struct
-from collections.abc import Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Mapping, Sequence
 
 from .record import Record
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
-from collections.abc import Iterable
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Iterable
 
 from .libc import machine, prctl, syscall
 from .syscall_table import TABLES

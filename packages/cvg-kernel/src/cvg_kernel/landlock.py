@@ -20,7 +20,10 @@ import ctypes
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 
 from . import libc

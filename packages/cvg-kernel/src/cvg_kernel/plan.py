@@ -8,10 +8,15 @@ runs between fork and exec and only issues the syscalls that confine.
 
 from __future__ import annotations
 
+# The C module the signal module wraps: its enums bring in enum, functools and
+# collections, milliseconds of every cold start.
+import _signal as signal
 import errno
 import os
-import signal
-from collections.abc import Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Mapping, Sequence
 
 from . import landlock, seccomp
 from .caps import CapabilityDrop, CapabilityError

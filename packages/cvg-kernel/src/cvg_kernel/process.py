@@ -6,10 +6,12 @@ child uses the confinement half between fork and exec.
 
 from __future__ import annotations
 
+# The C module the signal module wraps: its enums bring in enum, functools and
+# collections, milliseconds of every cold start.
+import _signal as signal
 import errno
 import os
 import resource
-import signal
 
 from .libc import machine, prctl, syscall
 from .syscall_table import TABLES
@@ -265,3 +267,13 @@ def descendants_by_scan(root: int) -> list[int]:
             out.append(child)
             stack.append(child)
     return out
+
+
+def signal_name(sig: int) -> str:
+    """``SIGTERM`` for 15; ``signal 99`` for a number that names none."""
+    import signal as named  # the enums, only when a name is wanted
+
+    try:
+        return named.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"

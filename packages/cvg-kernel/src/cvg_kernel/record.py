@@ -10,7 +10,9 @@ frozen unless declared with ``frozen=False``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Callable
 
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False

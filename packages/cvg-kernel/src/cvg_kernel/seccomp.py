@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import errno as _errno
-from collections.abc import Iterable, Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Iterable, Mapping, Sequence
 
 from cvg_kernel import census, libc, syscall_table
 from cvg_kernel.bpf import (

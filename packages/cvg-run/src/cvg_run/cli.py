@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Sequence
 
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 from cvg_kernel.seccomp import Filter, SeccompError

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Callable, Mapping, Sequence
 
 from .supervisor import Outcome
 

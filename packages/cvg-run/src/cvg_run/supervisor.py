@@ -11,14 +11,19 @@ one poll() on the tool's pidfd and a self-pipe that signal handlers write to.
 
 from __future__ import annotations
 
+# The C module the signal module wraps: its enums bring in enum, functools and
+# collections, milliseconds of every cold start.
+import _signal as signal
 import errno
 import os
 import resource
 import select
-import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+
+# collections.abc is this module, behind the collections package: its imports cost
+# every cold start milliseconds.
+from _collections_abc import Mapping, Sequence
 
 from cvg_kernel import process
 from cvg_kernel.plan import (
@@ -157,7 +162,7 @@ class SignalCatcher:
         if self.active:
             signal.set_wakeup_fd(self._old_wakeup)
             for sig, old in self._old.items():
-                signal.signal(sig, old)  # type: ignore[arg-type]
+                signal.signal(sig, old)
         os.close(self.read_fd)
         os.close(self.write_fd)
 
@@ -488,7 +493,7 @@ def _watch(
             if forwarded_at is not None and now - forwarded_at >= FORWARD_GRACE:
                 sig = sigs.received[0]
                 return Outcome(128 + sig, "signaled", signal=sig,
-                               detail=f"cvg-run received {signal.Signals(sig).name}")  # fmt: skip
+                               detail=f"cvg-run received {process.signal_name(sig)}")  # fmt: skip
             if deadline is not None and now >= deadline:
                 return Outcome(EXIT_WALL_CLOCK, "wall_clock",
                                detail=f"wall clock of {wall_clock:g} s ran out")  # fmt: skip
@@ -572,10 +577,7 @@ def _drain(fd: int) -> None:
 def _traced_exit(how: str, value: int) -> Outcome:
     """The outcome of a traced run from strace's ``+++`` line for the first process."""
     if how == "signaled":
-        try:
-            name = signal.Signals(value).name
-        except ValueError:
-            name = f"signal {value}"
+        name = process.signal_name(value)
         return Outcome(128 + value, "signaled", signal=value, detail=f"killed by {name}")
     return Outcome(value, "exited")
 
@@ -608,7 +610,7 @@ def _exited(status: int) -> Outcome:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         return Outcome(128 + sig, "signaled", signal=sig,
-                       detail=f"killed by {signal.Signals(sig).name}")  # fmt: skip
+                       detail=f"killed by {process.signal_name(sig)}")  # fmt: skip
     return Outcome(os.waitstatus_to_exitcode(status), "exited")
 
 
