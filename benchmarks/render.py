@@ -128,7 +128,7 @@ def render_run(run: dict[str, Any]) -> list[str]:
 
     targets = run["targets"]
     warm_t = targets["warm_true_within_1ms_of_bare"]
-    cold_t = targets["cold_true_at_most_4x_python"]
+    cold_t = targets["cold_true_at_most_2x_python"]
     ratio = run["ratios"]["warm_over_bare_true"]
     extra = run["ratios"]["warm_minus_bare_true_ms"]
     cold = run["ratios"]["cold_true_over_bare_python"]
