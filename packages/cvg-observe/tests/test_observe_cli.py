@@ -399,3 +399,64 @@ def test_a_client_that_kills_the_whole_process_group_still_gets_an_observation(
     assert [e.path for e in obs.events if e.op == "execute"] == [PY]
     # What the tool did after the signal is in the observation too.
     assert any(e.path == "/etc/hostname" for e in obs.events if e.op == "read")
+
+
+@pytest.fixture
+def outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A directory outside /tmp (the learning sandbox writes /tmp whatever the cwd),
+    holding a home with a shell startup file and a folder."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="cvg-observe-home-", dir="/var/tmp"))
+    try:
+        home = root / "home"
+        (home / "notes").mkdir(parents=True)
+        (home / ".bashrc").write_text("orig\n")
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.delenv(ABI_ENV, raising=False)
+        monkeypatch.delenv("CVG_STRACE", raising=False)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+WRITER = (
+    "import sys\n"
+    "for path in sys.argv[1:]:\n"
+    "    try:\n"
+    "        with open(path, 'a') as f: f.write('evil\\n')\n"
+    "        print(path, open(path).read().splitlines()[-1])\n"
+    "    except OSError as e:\n"
+    "        print(path, e.errno)\n"
+)
+
+
+def test_a_home_as_working_directory_is_writable_only_in_its_folders(
+    outside_tmp: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started in the home may keep its data in the home's folders, but not
+    plant a shell startup file or a new entry there while it is learned."""
+    home = outside_tmp / "home"
+    monkeypatch.chdir(home)
+    code, out, err = run(
+        capfd, "--", PY, "-c", WRITER, ".bashrc", "notes/today", ".profile", "new.txt"
+    )
+    assert code == 0, err
+    assert (home / ".bashrc").read_text() == "orig\n"
+    assert not (home / ".profile").exists() and not (home / "new.txt").exists()
+    assert (home / "notes" / "today").read_text() == "evil\n"
+    obs = observation(out)
+    assert any("is the home: writable only in its existing folders (notes)" in n for n in obs.notes)
+
+
+def test_a_working_directory_holding_a_home_is_not_writable(
+    outside_tmp: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(outside_tmp)
+    code, out, err = run(capfd, "--", PY, "-c", WRITER, "planted", "home/notes/x")
+    assert code == 0, err
+    assert not (outside_tmp / "planted").exists()
+    assert not (outside_tmp / "home" / "notes" / "x").exists()
+    obs = observation(out)
+    assert any("a directory holding a home directory: not writable" in n for n in obs.notes)

@@ -111,6 +111,9 @@ def cli(
     cvg-exec): it may read everything except the secrets below, write only under the
     working directory, its scratch directory ($TMPDIR points there) and /tmp, reach
     any TCP or UDP port, and not use UNIX sockets; cvg's seccomp deny list applies.
+    A working directory that is a system tree (/, /usr, ...) or holds a home is not
+    writable; one that is the home is writable only in its existing folders, never
+    in its dot-files (~/.bashrc, ~/.config/autostart) nor directly in it.
     What the sandbox refused is still an event, with its errno (EACCES, EPERM) and
     denied_while_learning set, so you see what the tool tried.
 

@@ -1,9 +1,11 @@
 """The learning sandbox: what a tool may do while cvg-observe watches it.
 
 Reads are allowed everywhere except the secrets below; writes only under the working
-directory, the scratch directory, /tmp and /dev/shm (POSIX shared memory and
-semaphores: Python's multiprocessing keeps its locks there, and refusing it would make
-the tool fail while it is watched) and /dev/null; anything may be executed;
+directory (not when it is a system tree or holds a home; only its existing folders,
+not its dot-files, when it is the home), the scratch directory, /tmp and /dev/shm
+(POSIX shared memory and semaphores: Python's multiprocessing keeps its locks there,
+and refusing it would make the tool fail while it is watched) and /dev/null; anything
+may be executed;
 TCP and UDP reach every port (Landlock does not handle the network here, and every
 connect and bind is recorded); UNIX sockets are refused (seccomp), so D-Bus, the
 ssh-agent and docker.sock stay out of reach; cvg's seccomp deny list applies. The
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cvg_policy.compile import WRITE_RIGHTS, compile_report
+from cvg_policy.defaults import broad_reason
 from cvg_policy.expand import inside
 from cvg_policy.secrets import HOME_SECRETS, SYSTEM_SECRETS, passwd_home, secret_paths
 from cvg_policy.variables import context
@@ -48,6 +51,40 @@ _RESOURCES: Final = {
     "open_files": 65536,
     "processes": 4096,
 }
+
+
+def _workspace_roots(cwd: str, home: str | None) -> tuple[list[str], str | None]:
+    """Where the tool may write beneath its working directory while learning, and a
+    note when that is not the directory itself. A system tree, or a directory holding
+    a home, is not writable at all (a tool started in / would otherwise write the whole
+    system). The home is writable only in its existing folders that are not dot-files:
+    its dot-files are where shells, desktops and package managers start programs from
+    (~/.bashrc, ~/.config/autostart, ~/.local/bin), and a new entry directly in it
+    could be one of those."""
+    reason = broad_reason(cwd, home)
+    if reason is None:
+        return [cwd], None
+    if not reason.startswith("a home directory"):
+        return [], (
+            f"learning sandbox: the working directory {cwd} is {reason}: not writable "
+            "while learning"
+        )
+    try:
+        names = sorted(os.listdir(cwd))
+    except OSError:
+        names = []
+    folders = [
+        os.path.join(cwd, n)
+        for n in names
+        if not n.startswith(".")
+        and os.path.isdir(os.path.join(cwd, n))
+        and not os.path.islink(os.path.join(cwd, n))
+    ]
+    return folders, (
+        f"learning sandbox: the working directory {cwd} is the home: writable only in "
+        f"its existing folders ({', '.join(os.path.basename(f) for f in folders) or 'none'}), "
+        "not its dot-files nor new entries directly in it"
+    )
 
 
 @dataclass
@@ -75,7 +112,8 @@ def learning_plan(
     variable in it is passed through. Raises cvg_policy.PolicyError when it cannot be
     compiled."""
     denied = secret_paths(cwd, home)
-    write = [cwd, *scratch, "/tmp", "/dev/shm", "/dev/null"]
+    workspace, workspace_note = _workspace_roots(cwd, home)
+    write = [*workspace, *scratch, "/tmp", "/dev/shm", "/dev/null"]
     policy = Policy.model_validate(
         {
             "kind": "cvg.policy",
@@ -116,7 +154,7 @@ def learning_plan(
     # up the rights of a path's ancestors, so a rule on the root itself with every write
     # right but read_file brings creating, writing and listing back and still leaves the
     # secret unreadable (writes there are allowed anyway: it is beneath a write root).
-    notes = []
+    notes = [workspace_note] if workspace_note else []
     roots = {os.path.realpath(w) for w in write if os.path.exists(w)}
     for e in compiled.plan.expansions:
         if e.path in roots:
