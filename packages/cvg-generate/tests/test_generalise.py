@@ -547,3 +547,30 @@ def test_random_devices_are_a_read_baseline(tmp_path: Path) -> None:
     p = gen(_built(tmp_path, "cc1"))
     assert "/dev/urandom" in p.filesystem.read
     assert "random bytes" in " ".join(cited(p, "read", "/dev/urandom"))
+
+
+def test_a_makefile_names_the_programs_of_its_other_targets(tmp_path: Path) -> None:
+    b64 = shutil.which("base64")
+    assert b64, "coreutils are needed"
+    work = tmp_path / "work"
+    work.mkdir()
+    makefile = work / "Makefile"
+    makefile.write_text(
+        "CC = cc\n"
+        "build: main.c\n"
+        "\t$(CC) -o build main.c\n"
+        "encode: build\n"
+        "\t@base64 -w0 build > build.b64\n"
+        "base64: not-a-recipe\n"
+    )
+    make = shutil.which("make") or "/usr/bin/make"
+    o = obs(
+        str(work),
+        {"op": "execute", "syscall": "execve", "path": make, "pid": 20},
+        {"op": "read", "path": str(makefile), "pid": 20},
+        executables=[{"path": make, "event_id": "e1"}],
+    )
+    p = gen(o)
+    target = os.path.realpath(b64)
+    assert target in p.filesystem.execute
+    assert "Makefile names base64 (line 5)" in " ".join(cited(p, "execute", target))

@@ -55,7 +55,7 @@ What becomes a rule (each with the events behind it as its reasons):
   python, node, perl, glibc    their runtime baseline (stdlib, modules, locale, gconv, libs)
   a shell or make ran          execute on the standard utilities (rm, xargs, gunzip, ...)
   a script a shell read        execute on each program it names in command position and
-                               that is on PATH (another input takes another branch); a
+   (or a makefile's recipes)   that is on PATH (another input takes another branch); a
                                named #! script brings its interpreter and its runtime
   a program of a dpkg package  execute on the package's other programs (bin, sbin, libexec,
                                ELF helpers such as gcc's collect2; not for a package with

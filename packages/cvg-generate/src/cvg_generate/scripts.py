@@ -9,7 +9,9 @@ that showed a shell reading it.
 
 The scripts are the files a shell process read (a shell reads its script; what else it
 reads is parsed too, and only words in command position that name a program count),
-the scripts run by their ``#!`` line, and a ``sh -c`` command line. Never granted this
+the scripts run by their ``#!`` line, a ``sh -c`` command line, and the recipes of the
+makefiles ``make`` read (each recipe line is a shell command: another target runs
+other programs). Never granted this
 way: a shell (one shell runs anything; a shell is granted only when it ran), a setuid or
 setgid program (it would run with other privileges), a secret by name.
 """
@@ -30,6 +32,7 @@ from cvg_schema import Event, Observation
 __all__ = ["ScriptProgram", "command_words", "script_programs"]
 
 SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "ash", "busybox"})
+MAKES: Final = frozenset({"make", "gmake"})
 _MAX_SCRIPT: Final = 1 << 20
 """Bytes of one script read; a larger file is not a script anyone wrote by hand."""
 _DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
@@ -149,10 +152,13 @@ def _scripts(obs: Observation) -> Iterator[tuple[str, str, Event]]:
     """(name, text, event) of each script: a file a shell read, a script its #! line
     ran, a ``sh -c`` command line."""
     shells: set[int] = set()
+    makes: set[int] = set()
     seen: set[str] = set()
     for exe, event in obs.executions():
         if _is_shell(exe.path) and event.pid is not None:
             shells.add(event.pid)
+        if _base(exe.path) in MAKES and event.pid is not None:
+            makes.add(event.pid)
         if exe.shebang and _is_shell(exe.shebang[0]) and event.result == "ok":
             yield from _read_script(exe.path, event, seen)
     first = next((e for _exe, e in obs.executions()), None)
@@ -160,8 +166,13 @@ def _scripts(obs: Observation) -> Iterator[tuple[str, str, Event]]:
     if first is not None and argv and _is_shell(argv[0]) and "-c" in argv[1:-1]:
         yield "the command line", argv[argv.index("-c", 1) + 1], first
     for e in obs.events:
-        if e.op == "read" and e.result == "ok" and e.pid in shells and e.path and not e.directory:
+        if e.op != "read" or e.result != "ok" or not e.path or e.directory:
+            continue
+        if e.pid in shells:
             yield from _read_script(e.path, e, seen)
+        elif e.pid in makes:
+            for name, text, event in _read_script(e.path, e, seen):
+                yield name, _recipes(text), event
 
 
 def _read_script(path: str, event: Event, seen: set[str]) -> Iterator[tuple[str, str, Event]]:
@@ -177,6 +188,20 @@ def _read_script(path: str, event: Event, seen: set[str]) -> Iterator[tuple[str,
     if len(data) > _MAX_SCRIPT or b"\0" in data:
         return  # a binary, or too large to be a script
     yield path, data.decode("utf-8", "replace"), event
+
+
+def _recipes(text: str) -> str:
+    """A makefile's recipe lines as a shell script, line numbers kept: the lines that
+    start with a tab, without make's ``@``, ``-`` and ``+`` prefixes; every other line
+    blank (rules, variables and directives are make's, not the shell's)."""
+    out = []
+    for line in text.splitlines():
+        out.append(line[1:].lstrip("@-+ \t") if line.startswith("\t") else "")
+    return "\n".join(out)
+
+
+def _base(path: str) -> str:
+    return posixpath.basename(os.path.realpath(path))
 
 
 def _is_shell(path: str) -> bool:
