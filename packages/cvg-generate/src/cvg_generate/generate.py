@@ -229,6 +229,16 @@ class _Builder:
             r = table[key] = _Rule()
         return r
 
+    def widen(
+        self, table: dict[Any, _Rule], key: Any, why: str, name: str | None, *evidence: Event
+    ) -> None:
+        """The rule ``key``, widened for ``why`` (unless it already says how), citing
+        each event of ``evidence``."""
+        r = self.rule(table, key)
+        r.why = r.why or why
+        for e in evidence:
+            r.cite(e, _summary(e), name)
+
     # ------------------------------------------------------------ one observation
 
     def add(self, src: Source) -> None:
@@ -455,12 +465,11 @@ class _Builder:
         )  # fmt: skip
         if found is None:
             return
-        r = self.rule(self.fs["execute"], "${CWD}")
-        r.why = r.why or (
+        why = (
             "the tool builds programs in its workspace (it ran a compiler or linker): "
             "another input runs what it builds there"
         )
-        r.cite(found, _summary(found), name)
+        self.widen(self.fs["execute"], "${CWD}", why, name, found)
 
     def _writable_workspace(self, obs: Observation, name: str | None) -> None:
         """Write on ``${CWD}`` from evidence that where the tool writes depends on its
@@ -494,9 +503,7 @@ class _Builder:
                 "the working directory is the tool's workspace, writable: a shell or make "
                 "ran, and a script makes its own outputs on another input"
             )
-        r = self.rule(self.fs["write"], "${CWD}")
-        r.why = r.why or why
-        r.cite(evidence, _summary(evidence), name)
+        self.widen(self.fs["write"], "${CWD}", why, name, evidence)
 
     def _writable_server(self, obs: Observation, wait: Event, name: str | None) -> None:
         assert obs.cwd is not None
@@ -512,13 +519,11 @@ class _Builder:
         if used is None:
             self.note("the workspace stays read-only: the server read nothing there")
             return
-        r = self.rule(self.fs["write"], "${CWD}")
-        r.why = r.why or (
+        why = (
             "the working directory is the tool's workspace, writable: a server that works "
             "on it, and another request writes there"
         )
-        r.cite(wait, _summary(wait), name)
-        r.cite(used, _summary(used), name)
+        self.widen(self.fs["write"], "${CWD}", why, name, wait, used)
 
     def _cwd_write(self, e: Event, name: str | None) -> None:
         r = self.rule(self.fs["write"], "${CWD}")
