@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from cvg_kernel.plan import prepare
 from cvg_observe.learning import Judge, learning_plan, secret_paths
 from cvg_policy.expand import inside
+from cvg_testing import ensure_unpriv_user, identities
+from cvg_testing.fork import attempt_name, in_child
 from cvg_trace.events import RawEvent
 
 
@@ -108,3 +114,51 @@ def test_judge(layout: tuple[Path, Path, Path]) -> None:
     assert judge(e("socket", "EAFNOSUPPORT", syscall="socket", family="unix")) == "seccomp"
     assert judge(e("socket", "EAFNOSUPPORT", syscall="socket", family="inet")) is None
     assert judge(e("connect", "ECONNREFUSED", syscall="connect", port=5)) is None
+
+
+@pytest.fixture(params=identities())
+def identity(request: pytest.FixtureRequest) -> pwd.struct_passwd | None:
+    return ensure_unpriv_user() if request.param == "unpriv" else None
+
+
+def test_a_home_workspace_on_the_kernel(identity: pwd.struct_passwd | None) -> None:
+    """The learning plan for a tool started in its home, applied in a forked child (as
+    root and as the unprivileged user): the home's existing folder is writable, its
+    dot-files and new entries directly in it are not. Each write is first proven to
+    work with no sandbox, and the files are the oracle."""
+    root = Path(tempfile.mkdtemp(prefix="cvg-learn-home-", dir="/var/tmp"))  # not /tmp
+    try:
+        home, scratch = root / "home", root / "scratch"
+        (home / "notes").mkdir(parents=True)
+        scratch.mkdir()
+        targets = {
+            "bashrc": home / ".bashrc",
+            "profile": home / ".profile",
+            "new": home / "new.txt",
+            "notes": home / "notes" / "today",
+        }
+        if identity is not None:
+            for p in (root, home, home / "notes", scratch):
+                os.chown(p, identity.pw_uid, identity.pw_gid)
+
+        def writes(confined: bool) -> dict[str, str]:
+            if confined:  # made as the user, as cvg-observe makes it
+                lp = learning_plan(str(home), str(home), [str(scratch)], env={})
+                prepare(lp.plan, {"SCRATCH": str(scratch), "CWD": str(home)}).apply()
+            return {
+                name: attempt_name(lambda p=path: p.open("a").write("evil\n"))
+                for name, path in targets.items()
+            }
+
+        bare = in_child(lambda: writes(False), user=identity)
+        assert bare.error is None and bare.value == dict.fromkeys(targets, "OK"), bare
+        for path in targets.values():
+            path.unlink()
+        confined = in_child(lambda: writes(True), user=identity)
+        assert confined.error is None, confined.error
+        assert confined.value == {
+            "bashrc": "EACCES", "profile": "EACCES", "new": "EACCES", "notes": "OK"
+        }  # fmt: skip
+        assert [p.exists() for p in targets.values()] == [False, False, False, True]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
