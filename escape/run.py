@@ -1893,7 +1893,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, why in errors:
         print(f"RUNNER ERROR {name}: {why}", file=sys.stderr)
-    lost = [] if opts.cell else proven_shortfall(per_attack, identities)
+    varies = {name for name, a in attacks.items() if a.extra.get("proof_varies")}
+    lost = [] if opts.cell else proven_shortfall(per_attack, identities, varies)
     for line in lost:
         print(line)
     if failed:
@@ -1909,19 +1910,28 @@ def platform_version(py: str) -> str:
     return (r.stdout or r.stderr).strip()
 
 
-def proven_shortfall(per_attack: dict, identities: list[str]) -> list[str]:
+def proven_shortfall(
+    per_attack: dict, identities: list[str], varies: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
     """Fewer attacks proven than the committed results.json records for the same
     attacks (per identity) means the matrix lost power on this host: a failure,
-    whatever the cells say."""
+    whatever the cells say. Attacks in ``varies`` (``proof_varies``: whether they can
+    be proven bare depends on the machine's state at that moment, and says so) are
+    left out of the count both ways."""
     committed = json.loads((RESULTS_DIR / "results.json").read_text())["attacks"]
     lines = []
     for ident in identities:
         was = {
             n
             for n in per_attack
-            if committed.get(n, {}).get("baseline", {}).get(ident, {}).get("fired")
+            if n not in varies
+            and committed.get(n, {}).get("baseline", {}).get(ident, {}).get("fired")
         }
-        now = {n for n, e in per_attack.items() if e["baseline"].get(ident, {}).get("fired")}
+        now = {
+            n
+            for n, e in per_attack.items()
+            if n not in varies and e["baseline"].get(ident, {}).get("fired")
+        }
         if len(now & set(committed)) < len(was):
             gone = ", ".join(sorted(was - now))
             lines.append(

@@ -166,11 +166,20 @@ class IoVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
-@attack("ptrace", "sentinel-mem", extra={"sentinel": True})
+@attack(
+    "ptrace",
+    "sentinel-mem",
+    extra={
+        "sentinel": True,
+        "proof_varies": "a collapse needs a free huge page, which a fragmented memory "
+        "may not have at that moment",
+    },
+)
 def process_madvise_collapse_sentinel(a):
     """process_madvise(MADV_COLLAPSE) over the sentinel's anonymous memory: rewrite
     another process's page tables into huge pages (seen in its AnonHugePages). Needs
-    CAP_SYS_NICE, so unproven as the unprivileged user. Should be stopped by seccomp."""
+    CAP_SYS_NICE, so unproven as the unprivileged user, and as root only when the
+    kernel finds a free huge page. Should be stopped by seccomp."""
     pid = _pid(a)
     pfd = sys_call(NR_PIDFD_OPEN, pid, 0)
     huge = 2 << 20
