@@ -21,6 +21,8 @@ from typing import Final
 
 from cvg_schema import Event, Observation
 
+from .scripts import SHELLS
+
 __all__ = [
     "ALWAYS",
     "DATA",
@@ -102,7 +104,6 @@ def family(call: str) -> tuple[str, ...]:
 
 _PYTHON_RE: Final = re.compile(r"^python[0-9.]*$")
 _NODE_RE: Final = re.compile(r"^(node|nodejs)$")
-_SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,6 @@ def runtimes_of(obs: Observation) -> dict[str, Event]:
                 out.setdefault("python3", event)
             elif _NODE_RE.match(name):
                 out.setdefault("node", event)
-            elif name in _SHELLS:
+            elif name in SHELLS:
                 out.setdefault("sh", event)
     return out

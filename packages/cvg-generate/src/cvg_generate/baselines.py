@@ -19,6 +19,8 @@ from typing import Final
 
 from cvg_schema import Event, Observation
 
+from .scripts import MAKES, SHELLS
+
 __all__ = [
     "RESOLVER",
     "UTILITIES",
@@ -81,7 +83,6 @@ _NODE_RE: Final = re.compile(r"^(node|nodejs)$")
 _CC1: Final = frozenset({"cc1", "cc1plus", "cc1obj"})
 CC_HEADERS: Final = ("/usr/include", "/usr/local/include")
 """Where the C compiler finds the headers a different source file includes."""
-_SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def baselines(obs: Observation) -> list[Baseline]:
             compiler_dir = posixpath.dirname(os.path.realpath(event.path or "/"))
             for path in (compiler_dir, *CC_HEADERS):
                 add(path, event, f"C compiler baseline: {name}'s own files and the headers")
-        elif name in _SHELLS:
+        elif name in SHELLS:
             pass  # a shell reads nothing of its own beyond the C library
     return list(out.values())
 
@@ -163,7 +164,7 @@ UTILITIES: Final = (
 takes another branch and runs `rm`, `xargs` or `gunzip` where this one did not. Each is
 granted execute as an exact file, and read when it is itself a script (gunzip is one)."""
 
-_UTILITY_USERS: Final = _SHELLS | frozenset({"make", "gmake", "xargs", "find", "env"})
+_UTILITY_USERS: Final = SHELLS | MAKES | frozenset({"xargs", "find", "env"})
 
 
 def utilities(obs: Observation) -> list[Baseline]:

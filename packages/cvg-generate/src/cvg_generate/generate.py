@@ -44,11 +44,12 @@ from .allowlist import ALWAYS, family, load_baselines, runtimes_of, shipped
 from .baselines import Baseline, baselines, interpreter_of, resolver, utilities
 from .packaged import index as package_index
 from .paths import PathContext, installed_tree, is_broad, is_per_process, parent, within
-from .scripts import script_programs
+from .scripts import MAKES, SHELLS, script_programs
 
 __all__ = ["DEFAULT_HEADROOM", "SYSCALL_MODES", "Generated", "Source", "generate"]
 
 SINK_DEVICES: Final = ("/dev/null",)
+"""Devices every generated policy may write: writing them reaches nothing."""
 SOURCE_DEVICES: Final = ("/dev/urandom", "/dev/random", "/dev/zero")
 """Read by any program on some input (git reads /dev/urandom for a temporary file's
 name where getrandom() is not used): they hold nothing and reach nothing."""
@@ -57,7 +58,6 @@ _BUILDERS: Final = frozenset(
      "go", "javac", "clang", "tcc"}
 )  # fmt: skip
 """A compiler, an assembler or a linker: a tool that runs one builds programs."""
-"""Devices every generated policy may write: writing them reaches nothing."""
 
 SYSCALL_MODES: Final = ("denylist", "allowlist")
 
@@ -571,15 +571,15 @@ class _Builder:
                 continue
             tree = installed_tree(concrete)
             if tree is not None and not is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
-                r = self.rule(self.fs["read"], ctx.to_policy(tree))
                 pkg = package_index().package_of(concrete)
-                r.why = r.why or (
-                    "an installed program's tree of data or modules: another input reads "
-                    "other files of it"
-                    + (f" ({concrete} is of the package {pkg.name})" if pkg is not None else "")
+                why = "an installed program's tree of data or modules: another input reads " + (
+                    f"other files of it ({concrete} is of the package {pkg.name})"
+                    if pkg is not None
+                    else "other files of it"
                 )
-                for ev, _ in events:
-                    r.cite(ev, _summary(ev), name)
+                self.widen(
+                    self.fs["read"], ctx.to_policy(tree), why, name, *(ev for ev, _ in events)
+                )
                 continue
             files.setdefault(parent(concrete), []).append(concrete)
         for d, members in files.items():
@@ -1061,9 +1061,7 @@ def _event_or(obs: Observation, event_id: str | None) -> Event | None:
     return obs.events[0] if obs.events else None
 
 
-_SCRIPT_RUNNERS: Final = frozenset(
-    {"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox", "make", "gmake"}
-)
+_SCRIPT_RUNNERS: Final = SHELLS | MAKES
 
 
 def _runs_scripts(path: str) -> bool:

@@ -29,9 +29,9 @@ from typing import Final
 from cvg_policy.secrets import secret_reason
 from cvg_schema import Event, Observation
 
-__all__ = ["ScriptProgram", "command_words", "script_programs"]
+__all__ = ["MAKES", "SHELLS", "ScriptProgram", "command_words", "script_programs"]
 
-SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "ash", "busybox"})
+SHELLS: Final = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"})
 MAKES: Final = frozenset({"make", "gmake"})
 _MAX_SCRIPT: Final = 1 << 20
 """Bytes of one script read; a larger file is not a script anyone wrote by hand."""
@@ -205,9 +205,7 @@ def _base(path: str) -> str:
 
 
 def _is_shell(path: str) -> bool:
-    return posixpath.basename(os.path.realpath(path)) in SHELLS or (
-        posixpath.basename(path) in SHELLS
-    )
+    return _base(path) in SHELLS or posixpath.basename(path) in SHELLS
 
 
 def _path_dirs(obs: Observation) -> list[str]:

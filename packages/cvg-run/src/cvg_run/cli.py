@@ -385,7 +385,7 @@ def _confined(
                 try:  # assembled when the plan was cached
                     compiled = Filter.from_data(planned.filter_data)
                 except SeccompError:
-                    compiled = None
+                    pass  # prepare assembles it from the plan
             notify_sock = None
             if not args.trace and guarding.supervised(plan):
                 guard = guarding.Guarding(plan)  # the tracer serves these under --trace

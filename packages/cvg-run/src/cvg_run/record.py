@@ -165,7 +165,9 @@ def dumps(record: Mapping[str, Any]) -> bytes:
     expect (a NaN, a key that is not a string) goes to json itself."""
     out: list[str] = []
     try:
-        _encode(record, out)
+        if _quote is None:
+            raise _Unusual
+        _encode(record, out, _quote)
     except _Unusual:
         import json
 
@@ -190,11 +192,11 @@ _PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _INF = float("inf")
 
 
-def _encode(value: object, out: list[str]) -> None:
-    if type(value) not in _PLAIN or _quote is None:
+def _encode(value: object, out: list[str], quote: Callable[[str], str]) -> None:
+    if type(value) not in _PLAIN:
         raise _Unusual
     if isinstance(value, str):
-        out.append(_quote(value))
+        out.append(quote(value))
     elif value is None:
         out.append("null")
     elif isinstance(value, bool):
@@ -210,8 +212,8 @@ def _encode(value: object, out: list[str]) -> None:
         for i, (k, v) in enumerate(value.items()):
             if type(k) is not str:
                 raise _Unusual
-            out.append("," + _quote(k) + ":" if i else _quote(k) + ":")
-            _encode(v, out)
+            out.append("," + quote(k) + ":" if i else quote(k) + ":")
+            _encode(v, out, quote)
         out.append("}")
     else:
         assert isinstance(value, (list, tuple))
@@ -219,7 +221,7 @@ def _encode(value: object, out: list[str]) -> None:
         for i, v in enumerate(value):
             if i:
                 out.append(",")
-            _encode(v, out)
+            _encode(v, out, quote)
         out.append("]")
 
 
