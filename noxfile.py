@@ -70,9 +70,10 @@ def schemas(session: nox.Session) -> None:
 
 @nox.session
 def readme(session: nox.Session) -> None:
-    """The README's generated tables match the benchmark results files."""
+    """The README's generated tables, and the peers charts beside the results, match the
+    benchmark results files; the charts are well-formed SVG of what the results say."""
     _sync(session, "--only-group", "dev")
-    session.run("pytest", "benchmarks/test_readme_tables.py", "-q")
+    session.run("pytest", "benchmarks/test_readme_tables.py", "benchmarks/test_peers_svg.py", "-q")
 
 
 @nox.session
