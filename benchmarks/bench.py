@@ -34,8 +34,9 @@ events (wall time, peak RSS), cvg-probe (``--no-cache``, a subprocess) and the p
 compile (in process, and ``cvg-validate --compile`` as a subprocess).
 
 Results go under the key ``"bench"`` of ``benchmarks/results/<host>.json`` (other keys
-are kept). ``--render`` rewrites the README's "What it costs" section from the results
-files (see render.py); with ``--check`` it only reports whether the README is current.
+are kept). ``--render`` rewrites the README's "What it costs" section and the peers
+charts from the results files (see render.py); with ``--check`` it only reports whether
+they are current.
 """
 
 from __future__ import annotations
@@ -687,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-extras", action="store_true", help="skip the generate, probe and compile timings"
     )
     parser.add_argument(
-        "--render", action="store_true", help="rewrite the README's tables from the results"
+        "--render", action="store_true", help="rewrite the README's tables and charts"
     )
     parser.add_argument("--check", action="store_true", help="with --render: only check")
     args = parser.parse_args(argv)

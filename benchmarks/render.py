@@ -9,11 +9,15 @@ Reads ``benchmarks/results/<host>.json`` (every host there, or only those named 
 probe timings (key ``"probe"``, from bench_probe.py), and cvg against its peers (key
 ``"bench"``, from bench.py) when present; and the part between
 ``<!-- falsedenial:begin -->`` and ``<!-- falsedenial:end -->`` from the false-denial
-suite's keys (``"falsedenial"``, ``"falsedenial-<mode>"``). The output depends
-only on those files, with fixed float formatting, so it is the same on every machine.
+suite's keys (``"falsedenial"``, ``"falsedenial-<mode>"``). For each host with a
+``"bench"`` key it also writes ``benchmarks/results/<host>-peers.svg`` beside the results
+file (peers_svg.py: a bar chart of the peers per workload), which the README shows, and
+removes a ``*-peers.svg`` there whose host has none (unless hosts are named). The output
+depends only on those files, with fixed float formatting, so it is the same on every
+machine.
 
-With ``--check`` nothing is written: exit 1, showing the difference, if README.md is not
-what would be rendered.
+With ``--check`` nothing is written: exit 1, showing the difference, if README.md or a
+chart is not what would be rendered.
 """
 
 from __future__ import annotations
@@ -21,15 +25,21 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import peers_svg  # noqa: E402  (benchmarks/ is not a package)
+
 README = HERE.parent / "README.md"
 RESULTS = HERE / "results"
 BEGIN = "<!-- costs:begin -->"
 END = "<!-- costs:end -->"
+CHART = "-peers.svg"
 FD_BEGIN = "<!-- falsedenial:begin -->"
 FD_END = "<!-- falsedenial:end -->"
 FD_NOTE = (
@@ -172,7 +182,8 @@ def render_probe(probe: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_bench(bench: dict[str, Any]) -> list[str]:
+def render_bench(bench: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The peers' section; ``chart`` is the link to its SVG, relative to the README."""
     load = bench["loadavg_start"][0], bench["loadavg_end"][0]
     workloads = bench["workload_order"]
     lines = [
@@ -202,6 +213,12 @@ def render_bench(bench: dict[str, Any]) -> list[str]:
         version = bench["versions"].get(name, "")
         label = f"{name} ({version})" if version and not name.startswith("cvg") else name
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {rss} |")
+    if chart:
+        lines += [
+            "",
+            f"![Per workload, each configuration's p50 as a bar with a whisker to its p95, "
+            f"on a log scale]({chart})",
+        ]
     lines += ["", "What each configuration runs:", ""]
     for name in bench["config_order"]:
         lines.append(f"- {name}: `{bench['configs'][name]}`")
@@ -377,8 +394,9 @@ def render_falsedenials(hosts: list[tuple[str, dict[str, Any]]]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def render(hosts: list[tuple[str, dict[str, Any]]]) -> str:
-    """The text between the markers (without them), ending in a newline."""
+def render(hosts: list[tuple[str, dict[str, Any]]], charts: dict[str, str] | None = None) -> str:
+    """The text between the markers (without them), ending in a newline; ``charts`` maps
+    a host to the link to its peers chart."""
     lines = _head(NOTE)
     if not hosts:
         lines += ["", "No results yet."]
@@ -389,7 +407,9 @@ def render(hosts: list[tuple[str, dict[str, Any]]]) -> str:
             if "probe" in data:
                 lines += ["", f"### {stem}: probing the kernel", "", *render_probe(data["probe"])]
             if "bench" in data:
-                lines += ["", f"### {stem}: cvg and its peers", "", *render_bench(data["bench"])]
+                chart = (charts or {}).get(stem)
+                lines += ["", f"### {stem}: cvg and its peers", ""]
+                lines += render_bench(data["bench"], chart)
         except (KeyError, TypeError, IndexError) as e:
             raise RenderError(f"results for {stem!r} lack an expected field ({e!r})")
     # The blank line ends the last table before the closing marker.
@@ -406,29 +426,79 @@ def splice(readme: str, body: str, markers: tuple[str, str] = (BEGIN, END)) -> s
     return readme[: begin + len(first) + 1] + body + readme[end + 1 :]
 
 
+def chart_path(results: Path, stem: str) -> Path:
+    return results / f"{stem}{CHART}"
+
+
+def read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
 def expected(
     readme: Path = README, results: Path = RESULTS, hosts: list[str] | None = None
-) -> tuple[str, str]:
-    """(README.md as it is, README.md as it would be rendered)."""
-    current = readme.read_text()
+) -> dict[Path, str | None]:
+    """Every file render writes, with what it would hold, in the order to write them:
+    the charts, then README.md, which links them, then (as None) the charts of hosts with
+    no peers' results, to be removed once the README no longer links them."""
+    current = read(readme)
+    if current is None:
+        raise RenderError(f"no {readme}")
     loaded = load_hosts(results, hosts)
-    wanted = splice(current, render(loaded))
-    return current, splice(wanted, render_falsedenials(loaded), (FD_BEGIN, FD_END))
+    charts: dict[Path, str] = {}
+    links = {}
+    for stem, data in loaded:
+        if "bench" not in data:
+            continue
+        bench = data["bench"]
+        path = chart_path(results, stem)
+        try:
+            charts[path] = peers_svg.chart(stem, bench, when(bench["measured_at"]))
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as e:
+            raise RenderError(f"results 'bench' for {stem!r} cannot be charted ({e!r})")
+        # Relative to the README, as a reader of the README on disk or on a forge follows it.
+        link = os.path.relpath(path.resolve(), readme.resolve().parent)
+        links[stem] = Path(link).as_posix()
+    wanted = splice(current, render(loaded, links))
+    wanted = splice(wanted, render_falsedenials(loaded), (FD_BEGIN, FD_END))
+    files: dict[Path, str | None] = {**charts, readme: wanted}
+    if hosts is None:
+        files.update((p, None) for p in sorted(results.glob(f"*{CHART}")) if p not in charts)
+    return files
 
 
 def check(
     readme: Path = README, results: Path = RESULTS, hosts: list[str] | None = None
 ) -> list[str]:
-    """The unified diff from README.md to its rendering; empty when up to date."""
-    current, wanted = expected(readme, results, hosts)
-    return list(
-        difflib.unified_diff(
-            current.splitlines(keepends=True),
-            wanted.splitlines(keepends=True),
-            fromfile=f"{readme} (as it is)",
-            tofile=f"{readme} (as rendered)",
+    """The unified diff from each file render writes to its rendering; empty when all
+    are up to date."""
+    diff: list[str] = []
+    for path, wanted in expected(readme, results, hosts).items():
+        current = read(path)
+        if current == wanted:
+            continue
+        diff += difflib.unified_diff(
+            (current or "").splitlines(keepends=True),
+            (wanted or "").splitlines(keepends=True),
+            fromfile=f"{path} (as it is)" if current is not None else f"{path} (missing)",
+            tofile=f"{path} (as rendered)" if wanted is not None else f"{path} (removed)",
         )
-    )
+    return diff
+
+
+def replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a file beside it, so that a reader sees the
+    old file or the new one, never a part."""
+    tmp = path.with_name(f".{path.name}.render.tmp")
+    try:
+        tmp.write_bytes(text.encode())
+        if path.exists():
+            tmp.chmod(path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -437,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         "--host", action="append", help="render only this host's results (repeatable)"
     )
     parser.add_argument(
-        "--check", action="store_true", help="exit 1 if README.md differs; write nothing"
+        "--check", action="store_true", help="exit 1 if README.md or a chart differs; write nothing"
     )
     parser.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
     parser.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
@@ -448,24 +518,25 @@ def main(argv: list[str] | None = None) -> int:
             if diff:
                 sys.stderr.writelines(diff)
                 print(
-                    "render: README.md is out of date; run `uv run python benchmarks/render.py`",
+                    "render: README.md or a chart is out of date; "
+                    "run `uv run python benchmarks/render.py`",
                     file=sys.stderr,
                 )
                 return 1
             return 0
-        current, wanted = expected(args.readme, args.results, args.host)
+        files = expected(args.readme, args.results, args.host)
     except RenderError as e:
         print(f"render: {e}", file=sys.stderr)
         return 2
-    if wanted != current:
-        # Replace, never rewrite in place: a reader sees the old file or the new one.
-        tmp = args.readme.with_name(f".{args.readme.name}.render.tmp")
-        tmp.write_text(wanted)
-        tmp.chmod(args.readme.stat().st_mode & 0o7777)
-        tmp.replace(args.readme)
-        print(f"render: updated {args.readme}")
-    else:
-        print(f"render: {args.readme} already up to date")
+    for path, wanted in files.items():
+        if wanted is None:
+            path.unlink()
+            print(f"render: removed {path} (its host has no peers' results)")
+        elif read(path) != wanted:
+            replace(path, wanted)
+            print(f"render: updated {path}")
+        else:
+            print(f"render: {path} already up to date")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The README's "What it costs" tables match benchmarks/results/*.json.
+"""The README's "What it costs" tables, and the charts beside the results files, match
+benchmarks/results/*.json.
 
     uv run pytest benchmarks/test_readme_tables.py
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -40,11 +42,13 @@ def test_readme_tables_match_results() -> None:
 
 
 def _copies(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the README and of the results directory under ``tmp_path``."""
-    results = tmp_path / "results"
-    results.mkdir()
-    for path in sorted(render.RESULTS.glob("*.json")):
-        (results / path.name).write_text(path.read_text())
+    """A copy of the README and of the results directory (with the charts) under
+    ``tmp_path``, as they lie in the tree, so the README's links to the charts hold."""
+    results = tmp_path / render.RESULTS.relative_to(render.README.parent)
+    results.mkdir(parents=True)
+    for path in sorted(render.RESULTS.iterdir()):
+        if path.suffix in (".json", ".svg"):
+            (results / path.name).write_bytes(path.read_bytes())
     readme = tmp_path / "README.md"
     readme.write_text(render.README.read_text())
     return readme, results
@@ -97,3 +101,50 @@ def test_markers_are_required(tmp_path: Path) -> None:
     readme.write_text("# cvg\n\nno markers here\n")
     with pytest.raises(render.RenderError):
         render.check(readme, render.RESULTS)
+
+
+def _with_peers(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The copies of ``_copies`` and the name of a host with peers' results."""
+    readme, results = _copies(tmp_path)
+    stems = [stem for stem, data in render.load_hosts(results, None) if "bench" in data]
+    if not stems:
+        pytest.skip("no results file has 'bench'")
+    return readme, results, stems[0]
+
+
+def test_render_writes_the_chart_the_readme_shows(tmp_path: Path) -> None:
+    """Without its chart the check fails; rendering writes it, as peers_svg draws it,
+    where the README's image link points."""
+    readme, results, stem = _with_peers(tmp_path)
+    chart = render.chart_path(results, stem)
+    chart.unlink(missing_ok=True)
+    assert render.check(readme, results) != []
+    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    bench = json.loads((results / f"{stem}.json").read_text())["bench"]
+    drawn = render.peers_svg.chart(stem, bench, render.when(bench["measured_at"]))
+    assert chart.read_text(encoding="utf-8") == drawn
+    section = readme.read_text().split(render.BEGIN)[1].split(render.END)[0]
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section)
+    assert chart.resolve() in [(readme.parent / link).resolve() for link in links]
+    assert render.check(readme, results) == []
+
+
+def test_check_notices_a_changed_chart(tmp_path: Path) -> None:
+    readme, results, stem = _with_peers(tmp_path)
+    chart = render.chart_path(results, stem)
+    chart.write_text(chart.read_text().replace("</svg>", "<!-- edited --></svg>"))
+    assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 1
+    assert "edited" in chart.read_text()  # --check writes nothing
+    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert "edited" not in chart.read_text()
+    assert not [p.name for p in results.iterdir() if p.name.startswith(".")]
+
+
+def test_a_chart_without_results_is_removed(tmp_path: Path) -> None:
+    readme, results = _copies(tmp_path)
+    ghost = render.chart_path(results, "gone")
+    ghost.write_text("<svg/>")
+    assert render.check(readme, results) != []
+    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert not ghost.exists()
+    assert render.check(readme, results) == []
