@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import fnmatch
+import string
 
-from cvg_policy.secrets import secret_reason
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvg_policy.secrets import _ANY_SECRET_NAME, SECRET_NAMES, secret_reason
 
 
 @pytest.mark.parametrize(
@@ -88,3 +93,26 @@ def test_a_secret_word_alone_does_not_make_a_secret(path: str) -> None:
 def test_a_pem_outside_the_certificate_stores_is_a_secret() -> None:
     assert secret_reason("/srv/app/tls/server.pem") is not None
     assert secret_reason("/etc/ssl/private/ssl-cert-snakeoil.key") is not None
+
+
+# Letters, glob characters, and each pattern's literal text, so every pattern is hit.
+_NAME_CHARS = st.sampled_from(
+    [*string.ascii_lowercase, *"_.-*[]?!0123456789", *(p.replace("*", "") for p in SECRET_NAMES)]
+)
+
+
+@given(st.lists(_NAME_CHARS, max_size=12).map("".join))
+@settings(max_examples=2000, deadline=None)
+def test_one_pattern_for_secret_names_matches_as_each_does(name: str) -> None:
+    """The combined pattern says a name is a secret exactly when one of SECRET_NAMES,
+    matched alone, does."""
+    alone = [p for p in SECRET_NAMES if fnmatch.fnmatchcase(name, p)]
+    assert bool(_ANY_SECRET_NAME(name)) == bool(alone)
+
+
+@pytest.mark.parametrize(
+    "name", ["id_rsa", "ID_RSA.pub", "server.pem", "x.key", ".env", ".env.local", "db.p12"]
+)
+def test_a_secret_name_is_reported_with_the_first_pattern_it_matches(name: str) -> None:
+    first = next(p for p in SECRET_NAMES if fnmatch.fnmatchcase(name.lower(), p))
+    assert secret_reason(f"/srv/{name}") == f"{name!r} is named like a secret ({first})"

@@ -126,6 +126,11 @@ _PUBLIC_NAMES: Final = frozenset(
 )
 
 
+# One pattern for all of SECRET_NAMES: most names match none, and a path's every part
+# is tried (one match here, not fourteen); the first that matches is then found by name.
+_ANY_SECRET_NAME: Final = re.compile("|".join(fnmatch.translate(p) for p in SECRET_NAMES)).match
+
+
 def passwd_home(euid: int | None = None) -> str | None:
     try:
         return pwd.getpwuid(os.geteuid() if euid is None else euid).pw_dir or None
@@ -186,9 +191,9 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
         return None
     for part in parts:
         lower = part.lower()
-        for pattern in SECRET_NAMES:
-            if fnmatch.fnmatchcase(lower, pattern):
-                return f"{part!r} is named like a secret ({pattern})"
+        if _ANY_SECRET_NAME(lower):
+            pattern = next(p for p in SECRET_NAMES if fnmatch.fnmatchcase(lower, p))
+            return f"{part!r} is named like a secret ({pattern})"
     if any(inside(path, t) for t in _CODE_TREES):
         return None
     last = len(parts) - 1
