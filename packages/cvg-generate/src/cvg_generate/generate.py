@@ -67,6 +67,9 @@ SIBLINGS: Final = 8
 MAX_REASONS: Final = 4
 """Events cited per rule and observation (the last one counts the rest)."""
 
+NOTE_IDS: Final = 5
+"""Event ids a note shows (it counts the rest)."""
+
 DEFAULT_HEADROOM: Final = 4.0
 
 MIN_MEMORY: Final = 512
@@ -100,11 +103,23 @@ class _Rule:
     counts: dict[str | None, int] = field(default_factory=dict)
     why: str | None = None  # how the rule was widened, said in its first reason
 
-    def cite(self, event: Event, summary: str, name: str | None) -> None:
+    def cite(self, event: Event, summary: str, name: str | None, times: int = 1) -> None:
+        """Cite ``event`` (among the first :data:`MAX_REASONS`) and count it ``times``:
+        more than once for an event that stands for others (see :mod:`.grouped`)."""
         n = self.counts.get(name, 0)
-        self.counts[name] = n + 1
+        self.counts[name] = n + times
         if n < MAX_REASONS:
             self.reasons.append(Reason(event_id=event.id, summary=summary, observation=name))
+
+    def traced(self, event: Event, name: str | None) -> None:
+        """Cite an event of the trace for what it did, counted as often as it occurred
+        (its summary made only when it is among those cited)."""
+        n = self.counts.get(name, 0)
+        self.counts[name] = n + _weight(event)
+        if n < MAX_REASONS:
+            self.reasons.append(
+                Reason(event_id=event.id, summary=_summary(event), observation=name)
+            )
 
     def absorb(self, other: _Rule) -> None:
         for r in other.reasons:
@@ -162,6 +177,12 @@ def _summary(e: Event, path: str | None = None) -> str:
     return f"{text} ({', '.join(extra)})" if extra else text
 
 
+def _weight(e: Event) -> int:
+    """How many events of the trace ``e`` stands for: more than one for a kept
+    occurrence that counts those left out (see :mod:`.grouped`)."""
+    return getattr(e, "weight", 1)
+
+
 def _marked_never(e: Event) -> str | None:
     """Why the event's source forbids granting it (cvg-import's ``never_grant``:
     "decoy", "secret" or "failed"; or a decoy, secret or canary flag), else None."""
@@ -202,25 +223,28 @@ class _Builder:
         self.env_set: dict[str, tuple[str, _Rule]] = {}
         self.env_pass: dict[str, _Rule] = {}
         self.resources: dict[str, tuple[int | None, _Rule]] = {}
-        self._notes: dict[str, list[str]] = {}
+        self._notes: dict[str, tuple[list[str], list[int]]] = {}
         self.path_dirs: list[str] = []
         # Judged once per path and home, not once per event: a trace repeats its paths,
         # and each judgement is some ninety pattern matches.
         self.secret_reason = functools.lru_cache(maxsize=None)(secret_reason)
 
-    def note(self, text: str) -> None:
-        """Say what was left out; the same thing for several events is one line."""
+    def note(self, text: str, times: int = 1) -> None:
+        """Say what was left out; the same thing for several events is one line.
+        ``times``: how many events the one whose id the text names stands for."""
         m = _NOTE_ID.search(text)
         key = text if m is None else text[: m.start()] + " [{ids}]" + text[m.end() :]
-        ids = self._notes.setdefault(key, [])
+        ids, count = self._notes.setdefault(key, ([], [0]))
         if m is not None:
-            ids.append(m.group(1))
+            if len(ids) < NOTE_IDS:
+                ids.append(m.group(1))
+            count[0] += times
 
     def _note_lines(self) -> list[str]:
         out = []
-        for key, ids in self._notes.items():
-            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-            out.append(key.replace("{ids}", shown) if "{ids}" in key else key)
+        for key, (ids, (count,)) in self._notes.items():
+            more = f" and {count - NOTE_IDS} more" if count > NOTE_IDS else ""
+            out.append(key.replace("{ids}", ", ".join(ids) + more) if "{ids}" in key else key)
         return out
 
     def rule(self, table: dict[Any, _Rule], key: Any) -> _Rule:
@@ -230,14 +254,24 @@ class _Builder:
         return r
 
     def widen(
-        self, table: dict[Any, _Rule], key: Any, why: str, name: str | None, *evidence: Event
+        self,
+        table: dict[Any, _Rule],
+        key: Any,
+        why: str,
+        name: str | None,
+        *evidence: Event,
+        traced: bool = False,
     ) -> None:
         """The rule ``key``, widened for ``why`` (unless it already says how), citing
-        each event of ``evidence``."""
+        each event of ``evidence``: ``traced`` when they are the trace's own events,
+        each counted as often as it occurred, not evidence picked once."""
         r = self.rule(table, key)
         r.why = r.why or why
         for e in evidence:
-            r.cite(e, _summary(e), name)
+            if traced:
+                r.traced(e, name)
+            else:
+                r.cite(e, _summary(e), name)
 
     # ------------------------------------------------------------ one observation
 
@@ -265,7 +299,7 @@ class _Builder:
         for e in obs.events:
             decoy = _marked_never(e)
             if decoy is not None:
-                self.note(f"not granted: {_summary(e)} [{e.id}]: {decoy}")
+                self.note(f"not granted: {_summary(e)} [{e.id}]: {decoy}", times=_weight(e))
                 continue
             if e.path is not None and e.op in (
                 "read",
@@ -281,12 +315,15 @@ class _Builder:
                 )
                 if secret is not None:
                     if e.result == "ok" or e.denied_while_learning:
-                        self.note(f"never granted: {_summary(e)} [{e.id}]: {secret}")
+                        self.note(
+                            f"never granted: {_summary(e)} [{e.id}]: {secret}", times=_weight(e)
+                        )
                     continue
             if e.denied_while_learning and not self.grant_denied:
                 self.note(
                     f"not granted: {_summary(e)} [{e.id}]: denied while learning "
-                    "(--grant-denied grants it)"
+                    "(--grant-denied grants it)",
+                    times=_weight(e),
                 )
                 continue
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
@@ -379,19 +416,20 @@ class _Builder:
             target = e.target_pid
             if ok and target is not None and target > 0 and target not in pids:
                 self.rule(self.switches, "ipc.signal_outside").cite(
-                    e, f"{_summary(e)}: pid {target} is not one of the tool's", name
+                    e, f"{_summary(e)}: pid {target} is not one of the tool's", name, _weight(e)
                 )
             return
         if op == "other":
             if e.denied_while_learning and e.syscall in DEFAULT_DENY:
-                self.rule(self.syscalls, e.syscall).cite(e, _summary(e), name)
+                self.rule(self.syscalls, e.syscall).traced(e, name)
             return
         if not ok or e.path is None or not e.path.startswith("/"):
             return
         if is_per_process(e.path) and op != "execute":
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: /proc/<pid> is a new inode per "
-                "process, so no rule made before the run can name the tool's own"
+                "process, so no rule made before the run can name the tool's own",
+                times=_weight(e),
             )
             return
         if op == "read":
@@ -427,9 +465,12 @@ class _Builder:
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
         if is_broad(target):
-            self.note(f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole")
+            self.note(
+                f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole",
+                times=_weight(e),
+            )
             return
-        self.rule(self.fs["write"], target).cite(e, _summary(e), name)
+        self.rule(self.fs["write"], target).traced(e, name)
 
     def _write_parent(
         self, e: Event, concrete: str, ctx: PathContext, name: str | None, cwd_ok: bool
@@ -446,10 +487,11 @@ class _Builder:
         if is_broad(target):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
-                "whole, which is never granted"
+                "whole, which is never granted",
+                times=_weight(e),
             )
             return
-        self.rule(self.fs["write"], target).cite(e, _summary(e), name)
+        self.rule(self.fs["write"], target).traced(e, name)
 
     def _builds(self, obs: Observation, name: str | None) -> None:
         """Execute on a writable ``${CWD}`` when the tool ran a compiler, assembler or
@@ -528,7 +570,7 @@ class _Builder:
     def _cwd_write(self, e: Event, name: str | None) -> None:
         r = self.rule(self.fs["write"], "${CWD}")
         r.why = "the working directory is the tool's workspace: everything it wrote there"
-        r.cite(e, _summary(e), name)
+        r.traced(e, name)
 
     def _reads(
         self,
@@ -546,12 +588,12 @@ class _Builder:
                 r = self.rule(self.fs["read"], "${CWD}")
                 r.why = "the working directory is the tool's workspace: everything it read there"
                 for ev, _ in events:
-                    r.cite(ev, _summary(ev), name)
+                    r.traced(ev, name)
                 continue
             if within(target, "${SCRATCH}"):
                 r = self.rule(self.fs["write"], "${SCRATCH}")
                 for ev, _ in events:
-                    r.cite(ev, _summary(ev), name)
+                    r.traced(ev, name)
                 continue
             listed = next((ev for ev, _ in events if ev.directory), None)
             if listed is not None or ctx.is_dir(concrete):
@@ -567,7 +609,7 @@ class _Builder:
                     "reads other entries of it"
                 )
                 for ev, _ in events:
-                    r.cite(ev, _summary(ev), name)
+                    r.traced(ev, name)
                 continue
             tree = installed_tree(concrete)
             if tree is not None and not is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
@@ -578,7 +620,12 @@ class _Builder:
                     else "other files of it"
                 )
                 self.widen(
-                    self.fs["read"], ctx.to_policy(tree), why, name, *(ev for ev, _ in events)
+                    self.fs["read"],
+                    ctx.to_policy(tree),
+                    why,
+                    name,
+                    *(ev for ev, _ in events),
+                    traced=True,
                 )
                 continue
             files.setdefault(parent(concrete), []).append(concrete)
@@ -594,7 +641,7 @@ class _Builder:
             for concrete in members:
                 rule = r if widen else self.rule(self.fs["read"], ctx.to_policy(concrete))
                 for ev, _ in reads[concrete]:
-                    rule.cite(ev, _summary(ev), name)
+                    rule.traced(ev, name)
 
     def _executables(
         self, obs: Observation, ctx: PathContext, name: str | None, cwd_ok: bool
@@ -682,31 +729,32 @@ class _Builder:
             if e.result != "ok" and not e.denied_while_learning:
                 return
             if inet and dgram:
-                self.rule(self.switches, "network.udp").cite(e, _summary(e), name)
+                self.rule(self.switches, "network.udp").traced(e, name)
             elif e.family == "unix":
-                self.rule(self.switches, "network.unix").cite(e, _summary(e), name)
+                self.rule(self.switches, "network.unix").traced(e, name)
             return
         if e.op == "send":
             if inet and (e.result == "ok" or e.denied_while_learning):
-                self.rule(self.switches, "network.udp").cite(e, _summary(e), name)
+                self.rule(self.switches, "network.udp").traced(e, name)
             return
         if not inet or dgram or e.port is None or e.port == 0:
             if e.op == "bind" and inet and e.port == 0 and not dgram:
                 self.note(
                     f"not granted: {_summary(e)} [{e.id}]: binding port 0 (any free port) "
-                    "cannot be expressed: Landlock checks the port number asked for"
+                    "cannot be expressed: Landlock checks the port number asked for",
+                    times=_weight(e),
                 )
             if (
                 e.op == "connect"
                 and e.family == "unix"
                 and (e.result == "ok" or e.denied_while_learning)
             ):
-                self.rule(self.switches, "network.unix").cite(e, _summary(e), name)
+                self.rule(self.switches, "network.unix").traced(e, name)
             return
         outcomes = _CONNECT_OUTCOMES if e.op == "connect" else _BIND_OUTCOMES
         if e.result in outcomes or e.denied_while_learning:
             table = self.connect if e.op == "connect" else self.bind
-            self.rule(table, e.port).cite(e, _summary(e), name)
+            self.rule(table, e.port).traced(e, name)
 
     def _environment(self, obs: Observation, ctx: PathContext, name: str | None) -> None:
         first = _first_exec(obs)

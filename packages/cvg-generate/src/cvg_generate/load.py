@@ -9,14 +9,19 @@ the JSON path.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
+from typing import IO
 
 import orjson
 
 from cvg_schema import Observation
 from cvg_schema.errors import SchemaError
 from cvg_schema.io import load_dict
+
+from . import grouped
 
 __all__ = ["InputError", "Loaded", "read_observations"]
 
@@ -78,20 +83,38 @@ def _load(doc: object, name: str) -> Observation:
 
 
 def read_observations(inputs: list[str]) -> list[Loaded]:
-    """Every observation in ``inputs`` (``-`` is stdin), in order."""
+    """Every observation in ``inputs`` (``-`` is stdin), in order.
+
+    Each is streamed with its events grouped (:mod:`.grouped`), in memory that grows
+    with the trace's distinct events, not its length; input that reader does not
+    expect is read again whole, which names what is wrong with it."""
     out: list[Loaded] = []
     for path in inputs or ["-"]:
         name = STDIN_NAME if path == "-" else path
         try:
-            if path == "-":
-                data = sys.stdin.buffer.read()
-            else:
-                with open(path, "rb") as f:
-                    data = f.read()
+            f = _spooled_stdin() if path == "-" else open(path, "rb")  # noqa: SIM115
         except OSError as e:
             raise InputError(f"{name}: cannot read: {e.strerror or e}") from None
-        docs = _documents(data, name)
-        for i, doc in enumerate(docs):
-            shown = f"{name}#{i + 1}" if len(docs) > 1 else name
-            out.append(Loaded(shown, _load(doc, shown)))
+        with f:
+            try:
+                found = list(grouped.observations(f))
+            except grouped.Unexpected:
+                found = _plain(f, name)
+            except OSError as e:
+                raise InputError(f"{name}: cannot read: {e.strerror or e}") from None
+        for i, obs in enumerate(found):
+            out.append(Loaded(f"{name}#{i + 1}" if len(found) > 1 else name, obs))
     return out
+
+
+def _spooled_stdin() -> IO[bytes]:
+    """Stdin copied to an unnamed temporary file: read twice when it must be."""
+    f = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
+    shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+    return f
+
+
+def _plain(f: IO[bytes], name: str) -> list[Observation]:
+    f.seek(0)
+    docs = _documents(f.read(), name)
+    return [_load(doc, f"{name}#{i + 1}" if len(docs) > 1 else name) for i, doc in enumerate(docs)]
