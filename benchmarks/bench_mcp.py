@@ -17,6 +17,9 @@ Throughput: calls per second, for ``--calls`` calls of ``["true"]``
   - 8 concurrent calls on one stdio session (the SDK's client multiplexes them);
   - for reference, the warm API itself, sequential and from 8 threads.
 
+Targets, recorded with ``met``: the call's p50 at most 3 ms, and at least 200 calls per
+second by the best of the MCP ways (the reference rows do not count).
+
 Results go under the key ``"mcp"`` of ``benchmarks/results/<hostname>.json``
 (read, updated and replaced atomically under a lock; other keys untouched).
 """
@@ -51,6 +54,7 @@ from cvg_run.planning import default_policy_bytes
 
 KEY = "mcp"
 TARGET_MS = 3.0
+TARGET_CALLS = 200.0
 CLIENTS = 8
 SERVER = "import sys; from cvg_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
 DISTRIBUTIONS = ("cvg-mcp", "cvg-run", "mcp")
@@ -242,6 +246,10 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     extra = measured["latency_true"]["mcp_minus_warm_ms"]["median"]
+    latency = measured["latency_true"]["mcp"]["p50_ms"]
+    throughput = max(
+        v for k, v in measured["calls_per_second"].items() if not k.startswith("reference_")
+    )
     entry: dict[str, Any] = {
         **results_file.machine(),
         "versions": results_file.versions(DISTRIBUTIONS),
@@ -262,12 +270,21 @@ def main() -> int:
         ),
         **measured,
         "targets": {
-            "mcp_true_within_3ms_of_warm": {
-                "measure": "median over rounds of mcp(true) - warm(true), ms",
-                "value": extra,
+            "mcp_true_at_most_3ms": {
+                "description": f"MCP run_sandboxed of `true` at most {TARGET_MS:g} ms",
+                "measure": "p50 of mcp(true) over the SDK's stdio client, ms",
+                "value": latency,
                 "limit": TARGET_MS,
-                "met": extra <= TARGET_MS,
-            }
+                "met": latency <= TARGET_MS,
+            },
+            "calls_per_second_at_least_200": {
+                "description": f"MCP run_sandboxed of `true`, at least {TARGET_CALLS:g} calls/s",
+                "measure": "the most calls per second of the MCP ways measured "
+                "(sequential, concurrent on one session, several clients)",
+                "value": throughput,
+                "limit": TARGET_CALLS,
+                "met": throughput >= TARGET_CALLS,
+            },
         },
     }
     path = args.output or results_file.default_path()
@@ -276,7 +293,8 @@ def main() -> int:
     print(
         f"true: mcp p50 {lat['mcp']['p50_ms']} ms p95 {lat['mcp']['p95_ms']} ms; "
         f"warm p50 {lat['warm']['p50_ms']} ms p95 {lat['warm']['p95_ms']} ms; "
-        f"mcp - warm median {extra} ms (target <= {TARGET_MS})"
+        f"mcp - warm median {extra} ms; target: mcp p50 <= {TARGET_MS} ms, "
+        f">= {TARGET_CALLS:g} calls/s (best {throughput})"
     )
     for name, value in measured["calls_per_second"].items():
         print(f"{name}: {value} calls/s")

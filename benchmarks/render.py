@@ -99,7 +99,9 @@ def load_hosts(results: Path, hosts: list[str] | None) -> list[tuple[str, dict[s
             raise RenderError(f"{path}: not JSON ({e})")
         if not isinstance(data, dict):
             raise RenderError(f"{path}: not a JSON object")
-        if any(k in data for k in ("run", "probe", "bench", "falsedenial")):
+        if any(k in data for k in ("run", "probe", "bench", "falsedenial", "generate")) or any(
+            key in data for key, *_ in TARGETS
+        ):
             loaded.append((path.stem, data))
     return loaded
 
@@ -394,6 +396,73 @@ def render_falsedenials(hosts: list[tuple[str, dict[str, Any]]]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+TARGETS: tuple[tuple[str, str, str, str], ...] = (
+    ("run", "cold_true_at_most_2x_python", "cold `cvg-run -- true` / bare `python3 -c pass`", "x"),
+    ("run", "warm_true_within_1ms_of_bare", 'warm `Sandbox.run(["true"])` minus bare', "+ms"),
+    ("mcp", "mcp_true_at_most_3ms", 'MCP `run_sandboxed(["true"])`, p50', "ms"),
+    ("mcp", "calls_per_second_at_least_200", "MCP calls per second, best way", "/s"),
+    ("observe-fixed", "observe_true_at_most_150ms", "`cvg-observe -o F -- true`, p50", "ms"),
+    ("trace", "bpf", "`cvg-run --trace` / `cvg-run`, worst workload", "x"),
+)
+"""The performance targets: (results key, target name, what, unit). Each is read from
+the ``targets`` of its key as the benchmark recorded it; the generate targets come from
+the ``generate`` key's sizes."""
+
+
+def _value(value: float, unit: str) -> str:
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "+ms":
+        return f"{value:+.2f} ms"
+    if unit == "/s":
+        return f"{value:.1f}/s"
+    return f"{value:.2f} {unit}"
+
+
+def render_targets(data: dict[str, Any]) -> list[str]:
+    """One row per target: what was measured, the limit, whether it was met, and when;
+    a target whose benchmark has not recorded it says so."""
+    lines = [
+        "| target | measured | limit | met | measured |",
+        "|---|---:|---:|---|---|",
+    ]
+
+    def row(what: str, value: str, limit: str, met: bool | None, at: str) -> None:
+        shown = "not recorded" if met is None else ("**yes**" if met else "**no**")
+        lines.append(f"| {what} | {value} | {limit} | {shown} | {at} |")
+
+    for key, name, what, unit in TARGETS:
+        entry = data.get(key, {})
+        target = entry.get("targets", {}).get(name)
+        if target is None:
+            row(what, "", "", None, "")
+            continue
+        if "values" in target:  # one value per workload: the worst counts
+            value = max(target["values"].values())
+            met = all(target["met"].values())
+        else:
+            value, met = target["value"], bool(target["met"])
+        bound = ">=" if unit == "/s" else "<="
+        row(what, _value(value, unit), f"{bound} {_value(target['limit'], unit)}", met,
+            when(entry["measured_at"]))  # fmt: skip
+    gen = data.get("generate")
+    size = None if gen is None else next(
+        (s for s in gen["sizes"] if s["events"] == gen["target"]["events"]), None
+    )  # fmt: skip
+    label = "`cvg-generate`, a synthetic 1,000,000-event observation"
+    if gen is None or size is None:
+        row(f"{label}: time", "", "", None, "")
+        row(f"{label}: peak RSS", "", "", None, "")
+    else:
+        at = when(gen["measured_at"])
+        limit_s, limit_mb = gen["target"]["max_s"], gen["target"]["max_rss_mb"]
+        row(f"{label}: median time", f"{size['median_s']:.2f} s", f"<= {limit_s:.2f} s",
+            size["median_s"] <= limit_s, at)  # fmt: skip
+        row(f"{label}: peak RSS", f"{size['peak_rss_mb']:.1f} MB", f"<= {limit_mb:.1f} MB",
+            size["peak_rss_mb"] <= limit_mb, at)  # fmt: skip
+    return lines
+
+
 def render(hosts: list[tuple[str, dict[str, Any]]], charts: dict[str, str] | None = None) -> str:
     """The text between the markers (without them), ending in a newline; ``charts`` maps
     a host to the link to its peers chart."""
@@ -402,6 +471,8 @@ def render(hosts: list[tuple[str, dict[str, Any]]], charts: dict[str, str] | Non
         lines += ["", "No results yet."]
     for stem, data in hosts:
         try:
+            if any(key in data for key, *_ in TARGETS) or "generate" in data:
+                lines += ["", f"### {stem}: performance targets", "", *render_targets(data)]
             if "run" in data:
                 lines += ["", f"### {stem}: running a command", "", *render_run(data["run"])]
             if "probe" in data:

@@ -72,7 +72,9 @@ def test_check_notices_drift(tmp_path: Path) -> None:
     assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 0
 
 
-@pytest.mark.parametrize("key", ["run", "probe", "bench", "falsedenial"])
+@pytest.mark.parametrize(
+    "key", ["run", "probe", "bench", "falsedenial", "trace", "generate", "mcp"]
+)
 def test_each_rendered_key_is_checked(tmp_path: Path, key: str) -> None:
     """A change under any rendered key (bench.py's peers, the false-denial suite, ...)
     makes the check fail until the README is rendered again."""
@@ -148,3 +150,43 @@ def test_a_chart_without_results_is_removed(tmp_path: Path) -> None:
     assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
     assert not ghost.exists()
     assert render.check(readme, results) == []
+
+
+def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
+    at = "2026-01-02T03:04:05+00:00"
+    data = {
+        "run": {
+            "measured_at": at,
+            "targets": {
+                "cold_true_at_most_2x_python": {"value": 1.5, "limit": 2.0, "met": True},
+                "warm_true_within_1ms_of_bare": {"value": 2.5, "limit": 1.0, "met": False},
+            },
+        },
+        "trace": {
+            "measured_at": at,
+            "targets": {
+                "bpf": {
+                    "limit": 1.5,
+                    "values": {"a": 1.2, "b": 1.7},
+                    "met": {"a": True, "b": False},
+                }
+            },
+        },
+        "generate": {
+            "measured_at": at,
+            "target": {"events": 10, "max_s": 10.0, "max_rss_mb": 200.0},
+            "sizes": [{"events": 10, "median_s": 7.5, "peak_rss_mb": 250.0}],
+        },
+    }
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in render.render_targets(data)}
+    assert (
+        "1.50x | <= 2.00x | **yes** | 2026-01-02 03:04:05 UTC"
+        in rows["cold `cvg-run -- true` / bare `python3 -c pass`"]
+    )
+    assert "+2.50 ms | <= +1.00 ms | **no**" in rows['warm `Sandbox.run(["true"])` minus bare']
+    # The worst workload decides, and one unmet is unmet.
+    assert "1.70x | <= 1.50x | **no**" in rows["`cvg-run --trace` / `cvg-run`, worst workload"]
+    assert "not recorded" in rows['MCP `run_sandboxed(["true"])`, p50']
+    gen = [line for line in rows.values() if "cvg-generate" in line]
+    assert "7.50 s | <= 10.00 s | **yes**" in gen[0]
+    assert "250.0 MB | <= 200.0 MB | **no**" in gen[1]
