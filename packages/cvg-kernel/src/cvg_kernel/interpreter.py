@@ -4,7 +4,11 @@ an ELF64 file's PT_INTERP (its dynamic loader)."""
 from __future__ import annotations
 
 import os
-from typing import Final, Literal
+
+# typing only for the type checker: importing it costs every traced start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, Literal
 
 __all__ = ["exec_interpreter"]
 

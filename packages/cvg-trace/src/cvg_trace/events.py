@@ -15,32 +15,74 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Final
 
 from .parse import Record, TraceParser, parse_fd, string_arg, unescape
+
+# typing, collections.abc and dataclasses only for the type checker (see .parse).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Final
 
 __all__ = ["OPS_BY_SYSCALL", "Proc", "RawEvent", "Tracker", "events_from_lines"]
 
 
-@dataclass(slots=True)
 class RawEvent:
     """An event before it has an id (see :class:`cvg_schema.observation.Event`)."""
 
-    pid: int | None
-    op: str
-    syscall: str
-    result: str
-    time: float | None
-    path: str | None = None
-    path2: str | None = None
-    port: int | None = None
-    address: str | None = None
-    family: str | int | None = None
-    sock_type: str | None = None
-    target_pid: int | None = None
-    directory: bool = False
+    __slots__ = _FIELDS = ("pid", "op", "syscall", "result", "time", "path", "path2", "port",
+                           "address", "family", "sock_type", "target_pid", "directory")  # fmt: skip
+
+    def __init__(
+        self,
+        pid: int | None,
+        op: str,
+        syscall: str,
+        result: str,
+        time: float | None,
+        path: str | None = None,
+        path2: str | None = None,
+        port: int | None = None,
+        address: str | None = None,
+        family: str | int | None = None,
+        sock_type: str | None = None,
+        target_pid: int | None = None,
+        directory: bool = False,
+    ) -> None:
+        self.pid = pid
+        self.op = op
+        self.syscall = syscall
+        self.result = result
+        self.time = time
+        self.path = path
+        self.path2 = path2
+        self.port = port
+        self.address = address
+        self.family = family
+        self.sock_type = sock_type
+        self.target_pid = target_pid
+        self.directory = directory
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def copy(self) -> RawEvent:
+        """A shallow copy (copy.copy, without importing copy)."""
+        new = RawEvent.__new__(RawEvent)
+        for name in self._FIELDS:
+            setattr(new, name, getattr(self, name))
+        return new
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RawEvent:
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
+        return f"RawEvent({inner})"
 
 
 MAX_HELD: Final = 1000

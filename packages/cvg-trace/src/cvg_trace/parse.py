@@ -15,9 +15,14 @@ descriptor annotations (``3</path/with\\76>``, ``AT_FDCWD</cwd>``,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Final, Literal
+
+# typing, collections.abc and dataclasses only for the type checker: `cvg-run --trace`
+# imports this module, and they cost its every start milliseconds (dataclasses pulls
+# in inspect, dis and ast).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Final, Literal
 
 __all__ = [
     "Fd",
@@ -28,22 +33,52 @@ __all__ = [
     "unescape",
 ]
 
-RecordKind = Literal["syscall", "exit", "killed", "signal"]
+if TYPE_CHECKING:
+    RecordKind = Literal["syscall", "exit", "killed", "signal"]
 
 
-@dataclass(slots=True)
 class Record:
     """One completed system call, or a process exit, kill or signal delivery."""
 
-    kind: RecordKind
-    pid: int
-    time: float | None
-    name: str = ""  # syscall name; for signal/killed the signal name
-    args: list[str] = field(default_factory=list)  # top-level arguments, raw strace text
-    ret: str | None = None  # "0", "3", "?", "0x7f..."; None for non-syscalls
-    ret_fd: str | None = None  # the -yy annotation of a returned descriptor, unescaped
-    errno: str | None = None  # "ENOENT", "ERESTARTSYS"
-    status: int | None = None  # exit status (exit) or signal number (killed)
+    __slots__ = ("args", "errno", "kind", "name", "pid", "ret", "ret_fd", "status", "time")
+
+    def __init__(
+        self,
+        kind: RecordKind,
+        pid: int,
+        time: float | None,
+        name: str = "",  # syscall name; for signal/killed the signal name
+        args: list[str] | None = None,  # top-level arguments, raw strace text
+        ret: str | None = None,  # "0", "3", "?", "0x7f..."; None for non-syscalls
+        ret_fd: str | None = None,  # the -yy annotation of a returned descriptor, unescaped
+        errno: str | None = None,  # "ENOENT", "ERESTARTSYS"
+        status: int | None = None,  # exit status (exit) or signal number (killed)
+    ) -> None:
+        self.kind: RecordKind = kind
+        self.pid = pid
+        self.time = time
+        self.name = name
+        self.args: list[str] = [] if args is None else args
+        self.ret = ret
+        self.ret_fd = ret_fd
+        self.errno = errno
+        self.status = status
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.kind, self.pid, self.time, self.name, self.args, self.ret,
+                self.ret_fd, self.errno, self.status)  # fmt: skip
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Record:
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        names = ("kind", "pid", "time", "name", "args", "ret", "ret_fd", "errno", "status")
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._values(), strict=True))
+        return f"Record({inner})"
 
 
 # ---------------------------------------------------------------- the grammar
@@ -247,12 +282,31 @@ def string_arg(arg: str) -> str | None:
     return None
 
 
-@dataclass(slots=True, frozen=True)
 class Fd:
     """A descriptor argument: its number (None for AT_FDCWD) and what -yy said it is."""
 
+    __slots__ = ("number", "target")
+
     number: int | None
     target: str | None  # "/etc/hostname", "TCP:[...]", "pipe:[12]"; None when not decoded
+
+    def __init__(self, number: int | None, target: str | None) -> None:
+        object.__setattr__(self, "number", number)
+        object.__setattr__(self, "target", target)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Fd is frozen")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Fd:
+            return NotImplemented
+        return (self.number, self.target) == (other.number, other.target)
+
+    def __hash__(self) -> int:
+        return hash((self.number, self.target))
+
+    def __repr__(self) -> str:
+        return f"Fd(number={self.number!r}, target={self.target!r})"
 
     @property
     def path(self) -> str | None:

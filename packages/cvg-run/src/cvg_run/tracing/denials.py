@@ -11,13 +11,16 @@ import posixpath
 import re
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Final
 
 from cvg_trace.events import RawEvent, Tracker
 from cvg_trace.parse import Record, TraceParser, parse_fd, string_arg
 
 from .judge import Judge, Verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Final
 
 __all__ = ["MAX_DENIALS", "MAX_LINES", "DenialLog"]
 

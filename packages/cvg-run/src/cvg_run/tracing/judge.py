@@ -19,17 +19,21 @@ user's process is not Landlock's.
 
 from __future__ import annotations
 
-import copy
 import os
 import posixpath
 import stat
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
 
 from cvg_kernel.interpreter import exec_interpreter
 from cvg_kernel.landlock import FS_RIGHTS, NET_RIGHTS, SCOPES
+from cvg_kernel.record import Record
 from cvg_trace.events import RawEvent
+
+# typing and collections.abc only for the type checker: `cvg-run --trace` imports this
+# module, and they cost its every start milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Final
 
 __all__ = ["RULE_OF_RIGHT", "Judge", "Verdict"]
 
@@ -79,8 +83,7 @@ _DIRECTORY_RIGHTS: Final = frozenset(
 _REFUSALS: Final = frozenset({"EACCES", "EPERM", "EXDEV"})
 
 
-@dataclass(slots=True)
-class Verdict:
+class Verdict(Record, frozen=False):
     """What refused a failed call, and what the user would change."""
 
     mechanism: str
@@ -244,7 +247,7 @@ class Judge:
         pid, path = event.pid, event.path
         if pid and path and path.startswith(_PROC_SELF):
             # /proc/self here would be this process: judge the caller's own entry.
-            event = copy.copy(event)
+            event = event.copy()
             event.path = _proc_of(path, pid)
         # seccomp first: its answer comes before anything else sees the call.
         if self.allow is not None and name not in self.allow and err == self.deny_errno:

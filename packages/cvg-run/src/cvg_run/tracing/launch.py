@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # Run by `python -I -S -c BOOT PATHS ARGS...`: -S skips site (its imports cost
 # every traced run), so the directories holding cvg_kernel and cvg_run are given.

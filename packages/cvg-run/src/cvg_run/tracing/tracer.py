@@ -40,14 +40,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
 
 from cvg_trace.tool import StraceNotFound, find_strace
 
 from .launch import BOOT
 
+# typing and collections.abc only for the type checker: they cost every traced start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Final
+
     from .denials import DenialLog
 
 __all__ = ["MODES", "TRACED", "TraceUnavailable", "Tracer"]
