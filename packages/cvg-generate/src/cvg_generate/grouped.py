@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, Final, cast
 
 import orjson
-from pydantic import ValidationError
 
 from cvg_schema import Event, Observation
 from cvg_schema.errors import SchemaError
@@ -264,7 +263,7 @@ class _Events:
         ev["time"] = t
         try:
             event = Event.model_validate(ev)
-        except ValidationError:
+        except ValueError:  # pydantic's ValidationError is one
             raise Unexpected("an event does not validate") from None
         fields = tuple(getattr(event, name) for name in _FIELDS)
         # A copy of the key: orjson's output keeps its whole working buffer (some 4 KB).
@@ -344,7 +343,7 @@ def _observation(rest: dict[str, Any], events: _Events, wanted: set[str]) -> Obs
     try:
         obs = load_dict({**rest, "events": []})
         executables = [Executable.model_validate(x) for x in exes]
-    except (SchemaError, ValidationError, TypeError):
+    except (SchemaError, ValueError, TypeError):  # pydantic's ValidationError is a ValueError
         raise Unexpected("the observation does not validate") from None
     assert isinstance(obs, Observation)
     kept = events.finish()
