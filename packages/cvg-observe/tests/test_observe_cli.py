@@ -68,7 +68,7 @@ def test_cat_a_file(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     first = obs.events[0]
     assert (first.id, first.op, first.syscall, first.result) == ("e1", "execute", "execve", "ok")
     assert first.path is not None and first.path.endswith("/cat")
-    # cvg-exec's own start-up (a python process) is not in the observation.
+    # Confining the held process (a fork of cvg-observe) is not in the observation.
     assert not any("cvg_kernel" in (e.path or "") for e in obs.events)
     reads = [e for e in obs.events if e.path == str(work / "hello.txt")]
     assert [(e.op, e.syscall, e.result) for e in reads] == [("read", "openat", "ok")]
@@ -175,7 +175,7 @@ def test_unconfined_warns_and_is_not_a_sandbox(
     key = os.path.join(os.environ["HOME"], ".ssh", "id_rsa")
     hits = [e for e in obs.events if e.path == key]
     assert [(e.op, e.result, e.source) for e in hits] == [("read", "ok", None)]
-    # No cvg-exec between strace and the tool: the first event is the tool's own exec.
+    # strace starts the tool itself: the first event is the tool's own exec.
     assert obs.events[0].path == PY and obs.events[0].op == "execute"
     assert any("--unconfined" in n for n in obs.notes)
 

@@ -107,8 +107,8 @@ def cli(
     chain, the working directory, $HOME and the scratch directory (so cvg-generate can
     turn paths into ${CWD}, ${HOME} and ${SCRATCH}), and the strace version.
 
-    By default CMD runs in a learning sandbox (cvg's own Landlock + seccomp, through
-    cvg-exec): it may read everything except the secrets below, write only under the
+    By default CMD runs in a learning sandbox (cvg's own Landlock + seccomp, as cvg-exec
+    applies them): it may read everything except the secrets below, write only under the
     working directory, its scratch directory ($TMPDIR points there) and /tmp, reach
     any TCP or UDP port, and not use UNIX sockets; cvg's seccomp deny list applies.
     A working directory that is a system tree (/, /usr, ...) or holds a home is not

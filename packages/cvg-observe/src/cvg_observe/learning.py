@@ -103,7 +103,7 @@ class LearningPlan:
 def learning_plan(
     cwd: str,
     home: str | None,
-    scratch: list[str],
+    scratch: str,
     env: Mapping[str, str] | None = None,
 ) -> LearningPlan:
     """Compile the learning sandbox for this working directory, home and scratch.
@@ -113,7 +113,7 @@ def learning_plan(
     compiled."""
     denied = secret_paths(cwd, home)
     workspace, workspace_note = _workspace_roots(cwd, home)
-    write = [*workspace, *scratch, "/tmp", "/dev/shm", "/dev/null"]
+    write = [*workspace, scratch, "/tmp", "/dev/shm", "/dev/null"]
     policy = Policy.model_validate(
         {
             "kind": "cvg.policy",

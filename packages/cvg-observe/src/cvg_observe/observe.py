@@ -3,11 +3,14 @@
 The layering (strace must stay outside the sandbox: cvg's seccomp filter denies
 ptrace inside it)::
 
-    strace -f ... -o FIFO -- python -m cvg_kernel --plan PLAN -- CMD...   (confined)
-    strace -f ... --seccomp-bpf -o FIFO -- CMD...                          (unconfined)
+    cvg-observe ── fork ── CMD's first process: confined, held   (confined)
+         └──── strace -f ... -p PID -o /proc/self/fd/W
+    strace -f ... --seccomp-bpf -o /proc/self/fd/W -- CMD...    (unconfined)
 
-``cvg-exec`` confines itself with the learning plan and execs CMD; everything the
-first process does before that exec is cvg-exec's own start-up and is dropped.
+Confined, the command's first process is forked here and confines itself with the
+learning plan; strace attaches to it and only then is it let go to exec the command
+(:mod:`.attach`), so nothing before that exec is traced, and what the process does
+between being let go and the exec (a PATH search) is dropped.
 
 Why no ``--seccomp-bpf`` when confined: with it, strace installs a seccomp filter that
 answers TRACE for the traced calls, and cvg's filter answers ERRNO for denied ones;
@@ -17,12 +20,15 @@ the trace. Measured on Linux 6.18 with strace 6.1: ``unshare(CLONE_NEWNS)`` and
 ``--seccomp-bpf`` and are missing with it; an ``openat`` Landlock refuses (EACCES)
 appears either way, since Landlock answers after seccomp has let the call in. So a
 confined observation traces every call (slower, complete); ``--unconfined`` uses
-``--seccomp-bpf`` (nothing is denied there).
+``--seccomp-bpf`` (nothing is denied there). (Attaching is what lets the confined run
+skip --seccomp-bpf's start: strace cannot install its filter in a process it attaches
+to.)
 
-The trace goes through a FIFO in a private directory under /dev/shm, which the
-learning sandbox cannot write, so the tool cannot forge trace lines; it is parsed as
-it arrives and the events are written to a spool file, so memory stays flat however
-long the tool runs.
+The trace goes through an anonymous pipe whose write end only strace holds (as
+``/proc/self/fd/W``: a sandboxed process cannot reach another's descriptors through
+/proc, Landlock keeps it out of processes outside its domain), so the confined tool
+cannot forge trace lines; it is parsed as it arrives and the events are written to a
+spool file, so memory stays flat however long the tool runs.
 """
 
 from __future__ import annotations
@@ -43,12 +49,14 @@ from typing import IO, Any, BinaryIO, Final
 import orjson
 from pydantic import ValidationError
 
+from cvg_kernel.plan import PlanError, Prepared, prepare
 from cvg_schema import Event, Executable, Observation
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
 from cvg_trace.tool import strace_version
 
+from .attach import Held
 from .elf import executable_chain
 from .environment import given, parent_environment, without_cvg
 from .memory import TreeSampler, peak_rss_kb
@@ -97,28 +105,18 @@ def find_strace(name: str | None = None) -> str:
         raise ObserveError(str(e)) from None
 
 
-def strace_command(
-    strace: str, output: str, command: list[str], *, confined: bool, plan_path: str | None
-) -> list[str]:
-    """The full strace command line (see the module docstring for the layering)."""
+def strace_command(strace: str, output: str, target: list[str] | int) -> list[str]:
+    """The full strace command line (see the module docstring for the layering):
+    ``target`` is the command strace starts (unconfined), or the pid of the held
+    process it attaches to (confined)."""
     extra = ",".join(f"?{name}" for name in sorted(OTHER_SYSCALLS))
     argv = [strace, *STRACE_BASE, "-e", "trace=all", "-e", f"raw=!{TRACE_CLASSES},{extra}"]
     argv += ["-o", output]
-    if confined:
-        if plan_path is None:
-            raise ValueError("a confined observation needs a plan")
-        return [
-            *argv,
-            "--",
-            sys.executable,
-            "-m",
-            "cvg_kernel",
-            "--plan",
-            plan_path,
-            "--",
-            *command,
-        ]
-    return [*argv, "--seccomp-bpf", "--", *command]
+    if isinstance(target, int):
+        # -I3 is what strace gives `-o FILE CMD` on its own: fatal signals blocked, so a
+        # client that ends the tool's whole process group does not end the trace too.
+        return [*argv, "-I3", "-p", str(target)]
+    return [*argv, "--seccomp-bpf", "--", *target]
 
 
 # ---------------------------------------------------------------- writing
@@ -200,6 +198,7 @@ class ObservationWriter:
         scratch: list[str],
         strace_version: str | None,
         skip_execs: int = 0,
+        attached: bool = False,
         judge: Callable[[RawEvent], str | None] | None = None,
         notes: Iterable[str] = (),
         stdin: str | None = None,
@@ -213,7 +212,7 @@ class ObservationWriter:
         self.judge = judge
         self.notes = list(notes)
         self.parser = TraceParser()
-        self.tracker = Tracker(cwd, skip_execs=skip_execs)
+        self.tracker = Tracker(cwd, skip_execs=skip_execs, attached=attached)
         self.tracker.parser = self.parser
         self.waits = InputWaits(stdin)
         self.environment = environment
@@ -358,16 +357,6 @@ def write_observation(out: BinaryIO, lines: Iterable[str], **kwargs: Any) -> Res
 # ---------------------------------------------------------------- running
 
 
-def _private_dir() -> str:
-    """A private directory for the trace FIFO, where the learning sandbox cannot write."""
-    for base in ("/dev/shm", None):
-        try:
-            return tempfile.mkdtemp(prefix="cvg-observe-", dir=base)
-        except OSError:
-            continue
-    raise ObserveError("cannot create a private directory for the trace")
-
-
 class _Counted:
     """The lines of an iterator, counted as they pass."""
 
@@ -408,6 +397,7 @@ def _drain_until_exit(
     fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], None]
 ) -> Iterator[str]:
     rest = b""
+    open_ = True
     while True:
         poller.poll(100)
         # Once strace has exited nothing more is written: what is read now is all.
@@ -418,6 +408,9 @@ def _drain_until_exit(
             except BlockingIOError:
                 break
             if not chunk:
+                if open_:  # every writer is gone: only strace's exit wakes the poll now
+                    poller.unregister(fd)
+                    open_ = False
                 break
             parts = (rest + chunk).split(b"\n")
             rest = parts.pop()
@@ -517,15 +510,10 @@ def observe(
     home = os.environ.get("HOME") or None
     all_notes = list(notes)
     # From here on SIGTERM/SIGHUP are caught (and passed on to the tool once it runs),
-    # so the private directory and the scratch directory are always removed.
+    # so the scratch directory is always removed.
     writers: list[ObservationWriter] = []
     with _Forwarder(lambda: writers[0].tracker.root if writers else None) as forwarder:
-        private = _private_dir()
-        try:
-            scratch = tempfile.mkdtemp(prefix="cvg-observe-scratch-")
-        except OSError:
-            shutil.rmtree(private, ignore_errors=True)
-            raise
+        scratch = tempfile.mkdtemp(prefix="cvg-observe-scratch-")
         try:
             env = dict(os.environ)
             taken = without_cvg(env)
@@ -542,86 +530,153 @@ def observe(
                 )
             env_given = None if parent is None else given(env, parent)
             env["TMPDIR"] = scratch
-            judge = None
-            plan_path = None
             if confined:
-                plan_path = os.path.join(private, "plan.json")
-                judge = _prepare_learning(plan_path, cwd, home, scratch, env, all_notes)
+                prepared, judge = _prepare_learning(cwd, home, scratch, env, all_notes)
             else:
+                prepared, judge = None, None
                 all_notes.append("observed without a sandbox (--unconfined): nothing was denied")
-            fifo = os.path.join(private, "trace")
-            os.mkfifo(fifo, 0o600)
-            fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-            try:
-                argv = strace_command(
-                    strace_path, fifo, command, confined=confined, plan_path=plan_path
-                )
-                with ObservationWriter(
-                    argv=list(command),
-                    cwd=cwd,
-                    home=home,
-                    scratch=[scratch],
-                    strace_version=version,
-                    skip_execs=1 if confined else 0,
-                    judge=judge,
-                    notes=all_notes,
-                    stdin=stdin_kind(0),
-                    environment=env_given,
-                ) as writer:
-                    writers.append(writer)
-                    try:
-                        proc = subprocess.Popen(argv, stdout=tool_stdout, env=env)
-                    except OSError as e:
-                        raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
-                    sampler = TreeSampler(proc.pid)
-
-                    def tick() -> None:
-                        forwarder.flush()
-                        sampler.sample()
-
-                    seen = _Counted(_lines_from(fd, proc, tick))
-                    try:
-                        writer.consume(seen)
-                    finally:
-                        code = proc.wait()
-                    writer.memory(peak_rss_kb(), sampler.peak_kb)
-                    if not writer.started and seen.count == 0 and code != 0:
-                        # Not one trace line: strace itself failed (a bad --strace, a
-                        # refused ptrace), so the command was never its to start.
-                        how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
-                        raise ObserveError(f"strace {strace_path} {how} before the command started")
-                    if not writer.started:
-                        status = writer.exit_status
-                        if status is None:
-                            status = code if code > 0 else EXIT_NOT_OBSERVED
-                        raise NotStarted(f"{command[0]}: the command did not start", status)
-                    fallback = 128 - code if code < 0 else code
-                    return writer.write(out() if callable(out) else out, fallback)
-            finally:
-                os.close(fd)
+            with ObservationWriter(
+                argv=list(command),
+                cwd=cwd,
+                home=home,
+                scratch=[scratch],
+                strace_version=version,
+                attached=confined,
+                judge=judge,
+                notes=all_notes,
+                stdin=stdin_kind(0),
+                environment=env_given,
+            ) as writer:
+                writers.append(writer)
+                run = _Traced(strace_path, command, prepared, tool_stdout, env)
+                try:
+                    return run.observe(writer, forwarder, out)
+                finally:
+                    run.close()
         finally:
-            shutil.rmtree(private, ignore_errors=True)
             _remove_scratch(scratch)
 
 
+class _Traced:
+    """One run under strace: started (the held process let go once strace is attached,
+    or the command started by strace), its trace consumed, its ending told."""
+
+    def __init__(
+        self,
+        strace: str,
+        command: list[str],
+        prepared: Prepared | None,
+        tool_stdout: int | IO[Any] | None,
+        env: dict[str, str],
+    ) -> None:
+        self.strace = strace
+        self.command = command
+        stdout = (
+            tool_stdout
+            if tool_stdout is None or isinstance(tool_stdout, int)
+            else tool_stdout.fileno()
+        )
+        self.held = None
+        if prepared is not None:
+            try:
+                self.held = Held(prepared, command, stdout)
+            finally:
+                prepared.close()  # the held process has its own copy of the ruleset
+        # The trace's pipe: only strace holds the write end (see the module docstring).
+        self.read_fd, write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        target: list[str] | int = command if self.held is None else self.held.pid
+        argv = strace_command(strace, f"/proc/self/fd/{write_fd}", target)
+        try:
+            self.proc = subprocess.Popen(argv, stdout=stdout, env=env, pass_fds=(write_fd,))
+        except OSError as e:
+            self._abandon()
+            raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
+        finally:
+            os.close(write_fd)
+        if self.held is not None and not self.held.release_when_traced(self.proc):
+            self._abandon()
+            failure = self.held.failure()
+            if failure is not None:
+                raise NotStarted(failure[1], failure[0])
+            code = self.proc.wait()
+            if code == 0:
+                raise ObserveError(f"strace {strace} did not attach to the command")
+            raise ObserveError(f"strace {strace} {_ended(code)} before the command started")
+
+    def observe(
+        self,
+        writer: ObservationWriter,
+        forwarder: _Forwarder,
+        out: BinaryIO | Callable[[], BinaryIO],
+    ) -> Result:
+        held = self.held
+        sampler = TreeSampler(self.proc.pid) if held is None else TreeSampler(held.pid, True)
+
+        def tick() -> None:
+            forwarder.flush()
+            sampler.sample()
+
+        seen = _Counted(_lines_from(self.read_fd, self.proc, tick))
+        try:
+            writer.consume(seen)
+        finally:
+            code = self.proc.wait()
+        if held is not None:
+            code = held.wait()  # the command's own status: strace -p ends with 0
+            failure = held.failure()
+            if failure is not None:
+                raise NotStarted(failure[1], failure[0])
+        writer.memory(peak_rss_kb(), sampler.peak_kb)
+        if held is None and not writer.started and seen.count == 0 and code != 0:
+            # Not one trace line: strace itself failed (a bad --strace, a refused
+            # ptrace), so the command was never its to start.
+            raise ObserveError(f"strace {self.strace} {_ended(code)} before the command started")
+        if not writer.started:
+            status = writer.exit_status
+            if status is None:
+                status = code if code > 0 else EXIT_NOT_OBSERVED
+            raise NotStarted(f"{self.command[0]}: the command did not start", status)
+        fallback = 128 - code if code < 0 else code
+        return writer.write(out() if callable(out) else out, fallback)
+
+    def _abandon(self) -> None:
+        if self.held is not None:
+            self.held.abandon()
+        if getattr(self, "proc", None) is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        os.close(self.read_fd)
+        if self.held is not None:
+            self.held.close()
+
+
+def _ended(code: int) -> str:
+    return f"was killed by signal {-code}" if code < 0 else f"exited {code}"
+
+
 def _prepare_learning(
-    plan_path: str,
     cwd: str,
     home: str | None,
     scratch: str,
     env: dict[str, str],
     notes: list[str],
-) -> Callable[[RawEvent], str | None]:
+) -> tuple[Prepared, Callable[[RawEvent], str | None]]:
+    """The learning plan, prepared for this run (built here, applied by the held
+    process), and the judge of what it refuses."""
     from cvg_policy.errors import PolicyError
 
     from .learning import Judge, learning_plan
 
     try:
-        lp = learning_plan(cwd, home, [scratch], env)
-    except PolicyError as e:
+        lp = learning_plan(cwd, home, scratch, env)
+        prepared = prepare(lp.plan, {"CWD": cwd, "SCRATCH": scratch}, environ=env)
+    except (PolicyError, PlanError) as e:
         raise ObserveError(f"cannot build the learning sandbox: {e}") from None
-    with open(plan_path, "wb") as f:
-        f.write(orjson.dumps(lp.plan))
+    for note in prepared.notes:
+        if not note.skipped:  # what cvg-exec says too: a right this kernel cannot enforce
+            print(f"cvg-observe: note: {note}", file=sys.stderr)
     if lp.denied:
         notes.append("learning sandbox: these stayed unreadable: " + ", ".join(lp.denied))
     notes.append(
@@ -629,7 +684,7 @@ def _prepare_learning(
         "directory and /tmp; UNIX sockets refused; TCP and UDP open on every port"
     )
     notes.extend(lp.notes)
-    return Judge(lp)
+    return prepared, Judge(lp)
 
 
 def _remove_scratch(path: str) -> None:
