@@ -47,10 +47,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, Final
 
 import orjson
-from pydantic import ValidationError
 
 from cvg_kernel.plan import PlanError, Prepared, prepare
-from cvg_schema import Event, Executable, Observation
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
@@ -60,6 +58,7 @@ from .attach import Held
 from .elf import executable_chain
 from .environment import given, parent_environment, without_cvg
 from .memory import TreeSampler, peak_rss_kb
+from .schema_fit import event_fits, observation_head
 from .serving import InputWaits, stdin_kind
 
 __all__ = [
@@ -158,15 +157,12 @@ def _write_events(
 ) -> None:
     """Each event as JSON, comma-separated, validated one at a time."""
     seen = w.seen
-    validate = Event.model_validate
     dumps = orjson.dumps
     for raw in events:
         by = judge(raw) if judge is not None and raw.result != "ok" else None
         event_id = f"e{w.events + 1}"
         d = _event_dict(raw, event_id, by)
-        try:
-            validate(d)
-        except ValidationError:
+        if not event_fits(d) and not _model_takes(d):
             w.dropped += 1
             continue
         if w.events:
@@ -178,6 +174,30 @@ def _write_events(
         if raw.op == "execute" and raw.result == "ok" and raw.path and raw.path not in seen:
             seen.add(raw.path)
             w.executables.append((raw.path, event_id))
+
+
+def _model_takes(d: dict[str, Any]) -> bool:
+    """The schema's own verdict on an event :func:`event_fits` could not vouch for."""
+    from pydantic import ValidationError
+
+    from cvg_schema import Event
+
+    try:
+        Event.model_validate(d)
+    except ValidationError:
+        return False
+    return True
+
+
+def _model_head(fields: dict[str, Any], executables: list[dict[str, Any]]) -> dict[str, Any]:
+    """The observation without its events, made by the schema's models (which raise
+    what they refuse)."""
+    from cvg_schema import Executable, Observation
+
+    head = Observation(**fields).model_dump(mode="json", by_alias=True)
+    head.pop("events")
+    head["executables"] = [Executable(**e).model_dump(mode="json") for e in executables]
+    return head
 
 
 class ObservationWriter:
@@ -295,24 +315,22 @@ class ObservationWriter:
         for path, event_id in written.executables:
             chain, interp = executable_chain(path, self.cwd)
             executables.append(
-                Executable(path=path, interpreter=interp, shebang=chain, event_id=event_id)
+                {"path": path, "interpreter": interp, "shebang": chain, "event_id": event_id}
             )
-        envelope = Observation(
-            argv=self.argv,
-            cwd=self.cwd,
-            home=self.home,
-            scratch=self.scratch,
-            strace_version=self.strace_version,
-            exit_status=status if status is not None and 0 <= status <= 255 else None,
-            syscalls=dict(sorted(self.syscalls.items())),
-            peak_rss_kb=self.peak_rss_kb,
-            tree_rss_kb=self.tree_rss_kb,
-            environment=self.environment,
-            notes=notes,
-        )
-        head = envelope.model_dump(mode="json", by_alias=True)
-        head.pop("events")
-        head["executables"] = [e.model_dump(mode="json") for e in executables]
+        fields = {
+            "argv": self.argv,
+            "cwd": self.cwd,
+            "home": self.home,
+            "scratch": self.scratch,
+            "strace_version": self.strace_version,
+            "exit_status": status if status is not None and 0 <= status <= 255 else None,
+            "syscalls": dict(sorted(self.syscalls.items())),
+            "peak_rss_kb": self.peak_rss_kb,
+            "tree_rss_kb": self.tree_rss_kb,
+            "environment": self.environment,
+            "notes": notes,
+        }
+        head = observation_head(fields, executables) or _model_head(fields, executables)
         # {"kind":...,...,"executables":[...],"events":[<the spool>]}
         out.write(orjson.dumps(head)[:-1] + b',"events":[')
         self.spool.flush()
