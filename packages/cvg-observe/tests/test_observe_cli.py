@@ -204,6 +204,36 @@ def test_seccomp_denied_calls_are_seen_and_marked(
     assert [(e.result, e.denied_while_learning) for e in unix] == [("EAFNOSUPPORT", True)]
 
 
+FORGER = """\
+import os
+where = f"/proc/{os.getppid()}/fd"
+try:
+    names = os.listdir(where)
+except OSError as e:
+    print("cannot list", e.errno)
+    names = [str(n) for n in range(3, 64)]
+opened = []
+for name in names:
+    try:
+        fd = os.open(f"{where}/{name}", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        continue
+    opened.append(name)
+    os.write(fd, b'1 1.0 openat(AT_FDCWD</w>, "/forged", O_RDONLY) = 3</forged>\\n')
+print("opened", opened)
+"""
+
+
+def test_the_tool_cannot_write_the_trace(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The trace's pipe is reachable only as cvg-observe's own descriptor, through /proc,
+    which Landlock keeps a sandboxed process out of."""
+    (work / "forge.py").write_text(FORGER)
+    code, out, err = run(capfd, "--", PY, "forge.py")
+    assert code == 0, err
+    assert "opened []" in err
+    assert not [e for e in observation(out).events if e.path == "/forged"]
+
+
 def test_writes_outside_the_write_roots_are_refused(
     work: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,8 +4,8 @@ The layering (strace must stay outside the sandbox: cvg's seccomp filter denies
 ptrace inside it)::
 
     cvg-observe ── fork ── CMD's first process: confined, held   (confined)
-         └──── strace -f ... -p PID -o /proc/self/fd/W
-    strace -f ... --seccomp-bpf -o /proc/self/fd/W -- CMD...    (unconfined)
+         └──── strace -f ... -p PID -o /proc/OBSERVER/fd/W
+    strace -f ... --seccomp-bpf -o /proc/OBSERVER/fd/W -- CMD...    (unconfined)
 
 Confined, the command's first process is forked here and confines itself with the
 learning plan; strace attaches to it and only then is it let go to exec the command
@@ -24,11 +24,12 @@ confined observation traces every call (slower, complete); ``--unconfined`` uses
 skip --seccomp-bpf's start: strace cannot install its filter in a process it attaches
 to.)
 
-The trace goes through an anonymous pipe whose write end only strace holds (as
-``/proc/self/fd/W``: a sandboxed process cannot reach another's descriptors through
-/proc, Landlock keeps it out of processes outside its domain), so the confined tool
-cannot forge trace lines; it is parsed as it arrives and the events are written to a
-spool file, so memory stays flat however long the tool runs.
+The trace goes through an anonymous pipe. strace opens its write end through this
+process's /proc entry, so no process inherits it, and a sandboxed process cannot reach
+another's descriptors that way (Landlock keeps it out of processes outside its
+domain): the confined tool cannot forge trace lines. The trace is parsed as it arrives
+and the events are written to a spool file, so memory stays flat however long the tool
+runs.
 """
 
 from __future__ import annotations
@@ -415,7 +416,6 @@ def _drain_until_exit(
     fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], None]
 ) -> Iterator[str]:
     rest = b""
-    open_ = True
     while True:
         poller.poll(100)
         # Once strace has exited nothing more is written: what is read now is all.
@@ -426,9 +426,6 @@ def _drain_until_exit(
             except BlockingIOError:
                 break
             if not chunk:
-                if open_:  # every writer is gone: only strace's exit wakes the poll now
-                    poller.unregister(fd)
-                    open_ = False
                 break
             parts = (rest + chunk).split(b"\n")
             rest = parts.pop()
@@ -600,17 +597,17 @@ class _Traced:
                 self.held = Held(prepared, command, stdout)
             finally:
                 prepared.close()  # the held process has its own copy of the ruleset
-        # The trace's pipe: only strace holds the write end (see the module docstring).
-        self.read_fd, write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        # The trace's pipe (see the module docstring): strace opens the write end through
+        # this process's /proc entry, so no process inherits it.
+        self.read_fd, self.write_fd = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self.read_fd, False)
         target: list[str] | int = command if self.held is None else self.held.pid
-        argv = strace_command(strace, f"/proc/self/fd/{write_fd}", target)
+        argv = strace_command(strace, f"/proc/{os.getpid()}/fd/{self.write_fd}", target)
         try:
-            self.proc = subprocess.Popen(argv, stdout=stdout, env=env, pass_fds=(write_fd,))
+            self.proc = subprocess.Popen(argv, stdout=stdout, env=env)
         except OSError as e:
             self._abandon()
             raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
-        finally:
-            os.close(write_fd)
         if self.held is not None and not self.held.release_when_traced(self.proc):
             self._abandon()
             failure = self.held.failure()
@@ -666,6 +663,7 @@ class _Traced:
 
     def close(self) -> None:
         os.close(self.read_fd)
+        os.close(self.write_fd)
         if self.held is not None:
             self.held.close()
 
