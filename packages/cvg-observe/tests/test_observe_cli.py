@@ -346,6 +346,22 @@ def test_command_not_found(work: Path, capfd: pytest.CaptureFixture[str], unconf
     assert "no-such-command-cvg" in err
 
 
+def test_a_confinement_that_fails_is_said_and_nothing_runs(
+    work: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cvg_kernel.plan import Prepared
+
+    def refused(self: Prepared) -> None:
+        raise OSError(1, "refused for the test")
+
+    monkeypatch.setattr(Prepared, "apply", refused)  # in the forked, held process
+    code, out, err = run(capfd, "--", "sh", "-c", "echo ran")
+    assert code == 125 and out == "" and "ran" not in err
+    assert err.strip().splitlines() == [
+        "cvg-observe: confinement failed: [Errno 1] refused for the test"
+    ]
+
+
 def test_help_teaches(capfd: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capfd, "--help")
     assert code == 0
