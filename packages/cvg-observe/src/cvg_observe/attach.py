@@ -10,6 +10,12 @@ on exec, seccomp) and then waits on a pipe; strace attaches to it (``strace -p``
 only then is it let go to exec the command. strace sees every call from the exec on,
 and, without ``--seccomp-bpf``, every call cvg's seccomp filter refuses.
 
+strace seizes a process (its ptrace attach) and then interrupts it to start tracing its
+calls: in between, which a busy machine can stretch, calls go unseen. So letting go is
+not done when strace's pid first shows as the tracer, but once a call of the held
+process has been seen in the trace: it is probed (a byte it reads and waits on again),
+every few milliseconds, until strace prints one of those reads.
+
 Under Yama's ptrace_scope 1 a process may be traced only by its ancestors, and strace
 is this process's child, not the command's: so the command first names this process as
 its tracer's ancestor (PR_SET_PTRACER), before it is confined.
@@ -21,6 +27,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from cvg_kernel import libc
@@ -29,6 +36,7 @@ from cvg_kernel.plan import EXIT_NOT_STARTED, Prepared, child_exec, child_exit
 __all__ = ["ATTACH_SECONDS", "Held"]
 
 ATTACH_SECONDS: Final = 30.0
+PROBE_SECONDS: Final = 0.005
 _PR_SET_PTRACER: Final = 0x59616D61
 # The signals the observer catches while the tool runs: the held process gets the
 # defaults back, as a freshly started launcher had them.
@@ -48,10 +56,11 @@ class Held:
         os.close(go_r)
         os.close(err_w)
         self.status: int | None = None
+        self._probed = 0.0
 
-    def release_when_traced(self, tracer: subprocess.Popen[bytes]) -> bool:
-        """Let the command exec once ``tracer`` traces it; False (and nothing let go)
-        when the tracer or the held process ended first, or ATTACH_SECONDS passed."""
+    def attached_by(self, tracer: subprocess.Popen[bytes]) -> bool:
+        """Wait until ``tracer`` is its tracer, and probe it; False when the tracer or
+        the held process ended first, or ATTACH_SECONDS passed."""
         deadline = time.monotonic() + ATTACH_SECONDS
         while _tracer_of(self.pid) != tracer.pid:
             if tracer.poll() is not None or self.poll() is not None:
@@ -59,10 +68,37 @@ class Held:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.0005)
-        os.write(self._go, b"g")
-        os.close(self._go)
-        self._go = -1
+        self._probed = 0.0
+        self.probe()
         return True
+
+    @property
+    def holding(self) -> bool:
+        """Still held: no call of it has been seen in the trace yet."""
+        return self._go >= 0
+
+    def probe(self) -> None:
+        """One byte for it to read, at most every PROBE_SECONDS, while it is held."""
+        now = time.monotonic()
+        if self.holding and now - self._probed >= PROBE_SECONDS:
+            self._probed = now
+            self._send(b"p")
+
+    def release_on_trace(self, lines: Iterable[str]) -> Iterator[str]:
+        """``lines``, letting the command go at the first line of the held process."""
+        mine = f"{self.pid} "
+        for line in lines:
+            if self.holding and line.startswith(mine):
+                self._send(b"g")
+                os.close(self._go)
+                self._go = -1
+            yield line
+
+    def _send(self, byte: bytes) -> None:
+        try:
+            os.write(self._go, byte)
+        except OSError:
+            pass  # it has ended: the trace and its status say how
 
     def poll(self) -> int | None:
         """Its exit status (negative: killed by that signal) once it has ended."""
@@ -130,9 +166,10 @@ def _child(prepared: Prepared, argv: list[str], stdout: int | None, go: int, err
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         child_exit(err, EXIT_NOT_STARTED, f"confinement failed: {e}")
     try:
-        released = os.read(go, 1)
+        while (word := os.read(go, 1)) == b"p":
+            pass  # a probe: read again, so strace has a call of ours to show
     except BaseException:  # noqa: BLE001 - as above
-        released = b""
-    if not released:  # the observer gave up (or is gone): the command never runs
+        word = b""
+    if word != b"g":  # the observer gave up (or is gone): the command never runs
         os._exit(EXIT_NOT_STARTED)
     child_exec(prepared, argv, None, err)

@@ -390,11 +390,12 @@ class _Counted:
 
 
 def _lines_from(
-    fd: int, proc: subprocess.Popen[bytes], tick: Callable[[], None] = lambda: None
+    fd: int, proc: subprocess.Popen[bytes], tick: Callable[[], int] = lambda: 100
 ) -> Iterator[str]:
-    """Lines from the FIFO ``fd`` (opened read-write and non-blocking, so never at
-    EOF) until ``proc`` has exited and everything it wrote has been read. ``tick`` is
-    called between reads."""
+    """Lines from the non-blocking pipe ``fd`` (whose write end this process holds too,
+    so it is never at EOF) until ``proc`` has exited and everything it wrote has been
+    read. ``tick`` is called between reads and says how many ms to wait at most for
+    the next."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     # strace's exit wakes the poll at once (its pidfd becomes readable), rather than
@@ -413,11 +414,12 @@ def _lines_from(
 
 
 def _drain_until_exit(
-    fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], None]
+    fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], int]
 ) -> Iterator[str]:
     rest = b""
+    wait = tick()
     while True:
-        poller.poll(100)
+        poller.poll(wait)
         # Once strace has exited nothing more is written: what is read now is all.
         finished = proc.poll() is not None
         while True:
@@ -431,7 +433,7 @@ def _drain_until_exit(
             rest = parts.pop()
             for part in parts:
                 yield part.decode("utf-8", "surrogateescape")
-        tick()
+        wait = tick()
         if finished:
             break
     if rest:
@@ -608,7 +610,7 @@ class _Traced:
         except OSError as e:
             self._abandon()
             raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
-        if self.held is not None and not self.held.release_when_traced(self.proc):
+        if self.held is not None and not self.held.attached_by(self.proc):
             self._abandon()
             failure = self.held.failure()
             if failure is not None:
@@ -627,11 +629,16 @@ class _Traced:
         held = self.held
         sampler = TreeSampler(self.proc.pid) if held is None else TreeSampler(held.pid, True)
 
-        def tick() -> None:
+        def tick() -> int:
             forwarder.flush()
             sampler.sample()
+            if held is not None and held.holding:
+                held.probe()
+                return 2  # ms to the next tick while it waits to be let go
+            return 100
 
-        seen = _Counted(_lines_from(self.read_fd, self.proc, tick))
+        lines = _lines_from(self.read_fd, self.proc, tick)
+        seen = _Counted(lines if held is None else held.release_on_trace(lines))
         try:
             writer.consume(seen)
         finally:
