@@ -12,7 +12,7 @@ and, without ``--seccomp-bpf``, every call cvg's seccomp filter refuses.
 
 strace seizes a process (its ptrace attach) and then interrupts it to start tracing its
 calls: in between, which a busy machine can stretch, calls go unseen. So letting go is
-not done when strace's pid first shows as the tracer, but once a call of the held
+not done when the process first shows a tracer, but once a call of the held
 process has been seen in the trace: it is probed (a byte it reads and waits on again),
 every few milliseconds, until strace prints one of those reads.
 
@@ -59,10 +59,12 @@ class Held:
         self._probed = 0.0
 
     def attached_by(self, tracer: subprocess.Popen[bytes]) -> bool:
-        """Wait until ``tracer`` is its tracer, and probe it; False when the tracer or
-        the held process ended first, or ATTACH_SECONDS passed."""
+        """Wait until it is traced (by ``tracer``, or a strace that a wrapper script
+        named as ``tracer`` started: only a line in the trace lets it go), and probe it;
+        False when the tracer or the held process ended first, or ATTACH_SECONDS
+        passed."""
         deadline = time.monotonic() + ATTACH_SECONDS
-        while _tracer_of(self.pid) != tracer.pid:
+        while not _tracer_of(self.pid):
             if tracer.poll() is not None or self.poll() is not None:
                 return False
             if time.monotonic() > deadline:
@@ -133,6 +135,9 @@ class Held:
         return (int(status) if status.isdigit() else EXIT_NOT_STARTED), message
 
     def close(self) -> None:
+        """Its descriptors here; a process still held is ended first."""
+        if self.holding:
+            self.abandon()
         for fd in (self._go, self._err):
             if fd >= 0:
                 os.close(fd)

@@ -20,9 +20,8 @@ the trace. Measured on Linux 6.18 with strace 6.1: ``unshare(CLONE_NEWNS)`` and
 ``--seccomp-bpf`` and are missing with it; an ``openat`` Landlock refuses (EACCES)
 appears either way, since Landlock answers after seccomp has let the call in. So a
 confined observation traces every call (slower, complete); ``--unconfined`` uses
-``--seccomp-bpf`` (nothing is denied there). (Attaching is what lets the confined run
-skip --seccomp-bpf's start: strace cannot install its filter in a process it attaches
-to.)
+``--seccomp-bpf`` (nothing is denied there; and strace can install its filter only
+in a process it starts, not in one it attaches to).
 
 The trace goes through an anonymous pipe. strace opens its write end through this
 process's /proc entry, so no process inherits it, and a sandboxed process cannot reach
@@ -608,14 +607,17 @@ class _Traced:
         try:
             self.proc = subprocess.Popen(argv, stdout=stdout, env=env)
         except OSError as e:
-            self._abandon()
+            self.close()
             raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
         if self.held is not None and not self.held.attached_by(self.proc):
-            self._abandon()
+            self.held.abandon()
             failure = self.held.failure()
+            if self.proc.poll() is None:
+                self.proc.kill()
+            code = self.proc.wait()
+            self.close()
             if failure is not None:
                 raise NotStarted(failure[1], failure[0])
-            code = self.proc.wait()
             if code == 0:
                 raise ObserveError(f"strace {strace} did not attach to the command")
             raise ObserveError(f"strace {strace} {_ended(code)} before the command started")
@@ -644,6 +646,10 @@ class _Traced:
         finally:
             code = self.proc.wait()
         if held is not None:
+            if held.holding:  # strace ended before it showed one call of the held process
+                held.abandon()
+                how = _ended(code)
+                raise ObserveError(f"strace {self.strace} {how} before the command started")
             code = held.wait()  # the command's own status: strace -p ends with 0
             failure = held.failure()
             if failure is not None:
@@ -661,16 +667,11 @@ class _Traced:
         fallback = 128 - code if code < 0 else code
         return writer.write(out() if callable(out) else out, fallback)
 
-    def _abandon(self) -> None:
-        if self.held is not None:
-            self.held.abandon()
-        if getattr(self, "proc", None) is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
     def close(self) -> None:
-        os.close(self.read_fd)
-        os.close(self.write_fd)
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            os.close(self.write_fd)
+            self.read_fd = self.write_fd = -1
         if self.held is not None:
             self.held.close()
 
