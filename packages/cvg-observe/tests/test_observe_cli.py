@@ -329,6 +329,16 @@ def test_a_strace_that_fails_is_blamed_not_the_command(
     assert code == 0 and "strace missing, or failing before the" in " ".join(out.split())
 
 
+def test_a_strace_that_never_attaches_is_blamed(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    true = shutil.which("true")
+    assert true is not None
+    code, out, err = run(capfd, "--strace", true, "--", "sh", "-c", "echo ran")
+    assert code == 125 and out == "" and "ran" not in err
+    assert err.strip().splitlines() == [f"cvg-observe: strace {true} did not attach to the command"]
+
+
 def test_usage_errors(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capfd)
     assert code == 2 and out == ""
