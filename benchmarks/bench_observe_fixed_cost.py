@@ -108,19 +108,16 @@ def main() -> int:
             "p95": round(results_file.percentile(extra, 95), 3),
         },
         "targets": {
-            "observe_true_at_most_150ms": {
-                "measure": "median over rounds of cvg-observe -o F -- true, ms",
-                "value": median,
-                "limit": TARGET_MS,
-                "met": median <= TARGET_MS,
-            }
+            "observe_true_at_most_150ms": results_file.bound(
+                "median over rounds of cvg-observe -o F -- true, ms", median, TARGET_MS
+            )
         },
     }
     path = args.output or results_file.default_path()
     results_file.record(path, KEY, entry, who="bench_observe_fixed_cost")
     for name in CONFIGS:
-        s = results[name]
-        print(f"{name:8} p50 {s['p50_ms']:8.1f} ms   p95 {s['p95_ms']:8.1f} ms   (n={s['runs']})")
+        summary = results_file.summary_seconds([ns / 1e9 for ns in samples[name]], 1)
+        print(results_file.summary_line(name, summary, 8, "7.1f"))
     t = entry["targets"]["observe_true_at_most_150ms"]
     print(
         f"observe - strace: median {entry['observe_minus_strace_ms']['median']:.1f} ms; "
