@@ -286,6 +286,17 @@ def test_out_dir_keeps_one_observation_per_session(
     assert len(list(sessions.iterdir())) == 2
 
 
+def test_an_out_dir_that_cannot_be_made_is_a_usage_error(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capfd, "--out-dir", "/proc/no-such/dir", "--", "true")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "cvg-observe: --out-dir /proc/no-such/dir: No such file or directory "
+        "(see 'cvg-observe --help')"
+    ]
+
+
 def test_exit_status_is_the_tools(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capfd, "--", "sh", "-c", "exit 7")
     assert code == 7 and observation(out).exit_status == 7
