@@ -205,5 +205,7 @@ def _run(args: Args) -> int:
 
 
 def run() -> None:
-    """The console-script entry point."""
-    console(main)
+    """The console-script entry point. When main returns the observation is written
+    and closed, the scratch directory removed and every child reaped: the
+    interpreter's teardown is skipped."""
+    console(main, teardown=False)
