@@ -52,7 +52,7 @@ from cvg_kernel.plan import PlanError, Prepared, prepare
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
-from cvg_trace.tool import strace_version
+from cvg_trace.tool import start_version, strace_version, version_of
 
 from .attach import Held
 from .elf import executable_chain
@@ -521,7 +521,6 @@ def observe(
             else ("not executable")
         )
         raise NotStarted(f"{command[0]}: command {what}", 127 if what == "not found" else 126)
-    version = strace_version(strace_path)
     cwd = os.getcwd()
     home = os.environ.get("HOME") or None
     all_notes = list(notes)
@@ -546,11 +545,17 @@ def observe(
                 )
             env_given = None if parent is None else given(env, parent)
             env["TMPDIR"] = scratch
-            if confined:
-                prepared, judge = _prepare_learning(cwd, home, scratch, env, all_notes)
-            else:
-                prepared, judge = None, None
-                all_notes.append("observed without a sandbox (--unconfined): nothing was denied")
+            probe = start_version(strace_path)  # answered while the sandbox is prepared
+            try:
+                if confined:
+                    prepared, judge = _prepare_learning(cwd, home, scratch, env, all_notes)
+                else:
+                    prepared, judge = None, None
+                    all_notes.append(
+                        "observed without a sandbox (--unconfined): nothing was denied"
+                    )
+            finally:
+                version = version_of(probe)
             with ObservationWriter(
                 argv=list(command),
                 cwd=cwd,
