@@ -42,6 +42,7 @@ from executables import beside_python
 
 KEY = "observe_fixed_cost"
 CONFIGS = ("observe", "strace", "python")
+DISTRIBUTIONS = ("cvg-observe", "cvg-trace", "cvg-kernel", "cvg-policy", "cvg-schema")
 TARGET_MS = 150.0
 
 
@@ -100,6 +101,7 @@ def main() -> int:
         **results_file.machine(),
         "strace": strace_version(strace),
         **timing_fields(started, args.runs, args.warmup, load_start, load_end),
+        "cvg_versions": results_file.versions(DISTRIBUTIONS),
         "configs": commands("strace", "cvg-observe", Path("F")),
         "events_in_observation": events,
         "results": results,
