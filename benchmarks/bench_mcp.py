@@ -270,13 +270,12 @@ def main() -> int:
         ),
         **measured,
         "targets": {
-            "mcp_true_at_most_3ms": {
-                "description": f"MCP run_sandboxed of `true` at most {TARGET_MS:g} ms",
-                "measure": "p50 of mcp(true) over the SDK's stdio client, ms",
-                "value": latency,
-                "limit": TARGET_MS,
-                "met": latency <= TARGET_MS,
-            },
+            "mcp_true_at_most_3ms": results_file.bound(
+                "p50 of mcp(true) over the SDK's stdio client, ms",
+                latency,
+                TARGET_MS,
+                f"MCP run_sandboxed of `true` at most {TARGET_MS:g} ms",
+            ),
             "calls_per_second_at_least_200": {
                 "description": f"MCP run_sandboxed of `true`, at least {TARGET_CALLS:g} calls/s",
                 "measure": "the most calls per second of the MCP ways measured "

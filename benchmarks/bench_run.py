@@ -259,20 +259,18 @@ def main() -> int:
     warm_value = ratios["warm_minus_bare_true_ms"]["median"]
     cold_value = ratios["cold_true_over_bare_python"]["median"]
     targets = {
-        "warm_true_within_1ms_of_bare": {
-            "description": "warm Sandbox.run(['true']) within +1 ms of bare subprocess.run",
-            "measure": "median over rounds of warm(true) - bare(true), ms",
-            "value": warm_value,
-            "limit": WARM_LIMIT_MS,
-            "met": warm_value <= WARM_LIMIT_MS,
-        },
-        "cold_true_at_most_2x_python": {
-            "description": "cold `cvg-run -- true` at most 2x bare `python3 -c pass`",
-            "measure": "median over rounds of cold(true) / bare(python3 -c pass)",
-            "value": cold_value,
-            "limit": COLD_LIMIT_RATIO,
-            "met": cold_value <= COLD_LIMIT_RATIO,
-        },
+        "warm_true_within_1ms_of_bare": results_file.bound(
+            "median over rounds of warm(true) - bare(true), ms",
+            warm_value,
+            WARM_LIMIT_MS,
+            "warm Sandbox.run(['true']) within +1 ms of bare subprocess.run",
+        ),
+        "cold_true_at_most_2x_python": results_file.bound(
+            "median over rounds of cold(true) / bare(python3 -c pass)",
+            cold_value,
+            COLD_LIMIT_RATIO,
+            "cold `cvg-run -- true` at most 2x bare `python3 -c pass`",
+        ),
     }
 
     entry: dict[str, Any] = {

@@ -107,3 +107,13 @@ def summary_seconds(samples: list[float], digits: int) -> dict[str, Any]:
         "min_ms": round(min(ms), digits),
         "max_ms": round(max(ms), digits),
     }
+
+
+def bound(
+    measure: str, value: float, limit: float, description: str | None = None
+) -> dict[str, Any]:
+    """A target that ``value`` (what ``measure`` says) is at most ``limit``, and whether
+    it was met: the shape every entry's ``targets`` share."""
+    target: dict[str, Any] = {} if description is None else {"description": description}
+    target.update({"measure": measure, "value": value, "limit": limit, "met": value <= limit})
+    return target

@@ -73,7 +73,8 @@ def test_check_notices_drift(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["run", "probe", "bench", "falsedenial", "trace", "generate", "mcp"]
+    "key",
+    ["run", "probe", "bench", "falsedenial", "trace", "generate", "mcp", "observe_fixed_cost"],
 )
 def test_each_rendered_key_is_checked(tmp_path: Path, key: str) -> None:
     """A change under any rendered key (bench.py's peers, the false-denial suite, ...)

@@ -68,7 +68,7 @@ def test_cat_a_file(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     first = obs.events[0]
     assert (first.id, first.op, first.syscall, first.result) == ("e1", "execute", "execve", "ok")
     assert first.path is not None and first.path.endswith("/cat")
-    # cvg-exec's own start-up (a python process) is not in the observation.
+    # Confining the held process (a fork of cvg-observe) is not in the observation.
     assert not any("cvg_kernel" in (e.path or "") for e in obs.events)
     reads = [e for e in obs.events if e.path == str(work / "hello.txt")]
     assert [(e.op, e.syscall, e.result) for e in reads] == [("read", "openat", "ok")]
@@ -175,7 +175,7 @@ def test_unconfined_warns_and_is_not_a_sandbox(
     key = os.path.join(os.environ["HOME"], ".ssh", "id_rsa")
     hits = [e for e in obs.events if e.path == key]
     assert [(e.op, e.result, e.source) for e in hits] == [("read", "ok", None)]
-    # No cvg-exec between strace and the tool: the first event is the tool's own exec.
+    # strace starts the tool itself: the first event is the tool's own exec.
     assert obs.events[0].path == PY and obs.events[0].op == "execute"
     assert any("--unconfined" in n for n in obs.notes)
 
@@ -202,6 +202,36 @@ def test_seccomp_denied_calls_are_seen_and_marked(
     assert (unshare[0].denied_while_learning, unshare[0].denied_by) == (True, "seccomp")
     unix = [e for e in obs.events if e.op == "socket" and e.family == "unix"]
     assert [(e.result, e.denied_while_learning) for e in unix] == [("EAFNOSUPPORT", True)]
+
+
+FORGER = """\
+import os
+where = f"/proc/{os.getppid()}/fd"
+try:
+    names = os.listdir(where)
+except OSError as e:
+    print("cannot list", e.errno)
+    names = [str(n) for n in range(3, 64)]
+opened = []
+for name in names:
+    try:
+        fd = os.open(f"{where}/{name}", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        continue
+    opened.append(name)
+    os.write(fd, b'1 1.0 openat(AT_FDCWD</w>, "/forged", O_RDONLY) = 3</forged>\\n')
+print("opened", opened)
+"""
+
+
+def test_the_tool_cannot_write_the_trace(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The trace's pipe is reachable only as cvg-observe's own descriptor, through /proc,
+    which Landlock keeps a sandboxed process out of."""
+    (work / "forge.py").write_text(FORGER)
+    code, out, err = run(capfd, "--", PY, "forge.py")
+    assert code == 0, err
+    assert "opened []" in err
+    assert not [e for e in observation(out).events if e.path == "/forged"]
 
 
 def test_writes_outside_the_write_roots_are_refused(
@@ -256,6 +286,17 @@ def test_out_dir_keeps_one_observation_per_session(
     assert len(list(sessions.iterdir())) == 2
 
 
+def test_an_out_dir_that_cannot_be_made_is_a_usage_error(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capfd, "--out-dir", "/proc/no-such/dir", "--", "true")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "cvg-observe: --out-dir /proc/no-such/dir: No such file or directory "
+        "(see 'cvg-observe --help')"
+    ]
+
+
 def test_exit_status_is_the_tools(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capfd, "--", "sh", "-c", "exit 7")
     assert code == 7 and observation(out).exit_status == 7
@@ -299,6 +340,16 @@ def test_a_strace_that_fails_is_blamed_not_the_command(
     assert code == 0 and "strace missing, or failing before the" in " ".join(out.split())
 
 
+def test_a_strace_that_never_attaches_is_blamed(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    true = shutil.which("true")
+    assert true is not None
+    code, out, err = run(capfd, "--strace", true, "--", "sh", "-c", "echo ran")
+    assert code == 125 and out == "" and "ran" not in err
+    assert err.strip().splitlines() == [f"cvg-observe: strace {true} did not attach to the command"]
+
+
 def test_usage_errors(work: Path, capfd: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capfd)
     assert code == 2 and out == ""
@@ -314,6 +365,22 @@ def test_command_not_found(work: Path, capfd: pytest.CaptureFixture[str], unconf
     code, out, err = run(capfd, *flags, "--", "no-such-command-cvg")
     assert code == 127 and out == ""
     assert "no-such-command-cvg" in err
+
+
+def test_a_confinement_that_fails_is_said_and_nothing_runs(
+    work: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cvg_kernel.plan import Prepared
+
+    def refused(self: Prepared) -> None:
+        raise OSError(1, "refused for the test")
+
+    monkeypatch.setattr(Prepared, "apply", refused)  # in the forked, held process
+    code, out, err = run(capfd, "--", "sh", "-c", "echo ran")
+    assert code == 125 and out == "" and "ran" not in err
+    assert err.strip().splitlines() == [
+        "cvg-observe: confinement failed: [Errno 1] refused for the test"
+    ]
 
 
 def test_help_teaches(capfd: pytest.CaptureFixture[str]) -> None:

@@ -255,6 +255,24 @@ def test_launcher_events_are_dropped_until_the_command_is_execd() -> None:
     assert obs["exit_status"] == 0
 
 
+def test_an_attached_trace_starts_at_the_commands_exec() -> None:
+    """strace attached to the held process before it exec'd: its last calls (signals
+    reset, the PATH search) are not the tool's, and neither are their counts."""
+    lines = [
+        "7 1.0 rt_sigaction(SIGPIPE, {sa_handler=SIG_DFL}, NULL, 8) = 0",
+        '7 1.1 execve("/usr/local/bin/cat", ["cat", "f"], 0x2) = -1 ENOENT (No such file)',
+        '7 1.2 execve("/usr/bin/cat", ["cat", "f"], 0x2) = 0',
+        '7 1.3 openat(AT_FDCWD</w>, "f", O_RDONLY) = 3</w/f>',
+        "7 1.4 exit_group(0) = ?",
+    ]
+    obs = observe_lines(lines, attached=True)
+    assert brief(events_of(obs)) == [
+        (7, "execute", "/usr/bin/cat", "ok"),
+        (7, "read", "/w/f", "ok"),
+    ]
+    assert obs["syscalls"] == {"execve": 1, "exit_group": 1, "openat": 1}
+
+
 def test_exit_status_of_the_first_process_only() -> None:
     lines = [
         '1 1.0 execve("/t", ["t"], 0x1) = 0',

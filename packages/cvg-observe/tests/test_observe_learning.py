@@ -61,7 +61,7 @@ def test_root_is_denied_when_it_is_someone_elses_home(layout: tuple[Path, Path, 
 
 def test_learning_plan(layout: tuple[Path, Path, Path]) -> None:
     home, cwd, scratch = layout
-    lp = learning_plan(str(cwd), str(home), [str(scratch)])
+    lp = learning_plan(str(cwd), str(home), str(scratch))
     plan = lp.plan
     assert plan["kind"] == "cvg.plan"
     assert plan["landlock"]["handled_net"] == [] and plan["landlock"]["net_rules"] == []
@@ -91,7 +91,7 @@ def test_learning_plan(layout: tuple[Path, Path, Path]) -> None:
 
 def test_judge(layout: tuple[Path, Path, Path]) -> None:
     home, cwd, scratch = layout
-    judge = Judge(learning_plan(str(cwd), str(home), [str(scratch)]))
+    judge = Judge(learning_plan(str(cwd), str(home), str(scratch)))
 
     def e(op: str, result: str, path: str | None = None, **kw: object) -> RawEvent:
         return RawEvent(1, op, kw.pop("syscall", "openat"), result, 1.0, path=path, **kw)  # type: ignore[arg-type]
@@ -143,7 +143,7 @@ def test_a_home_workspace_on_the_kernel(identity: pwd.struct_passwd | None) -> N
 
         def writes(confined: bool) -> dict[str, str]:
             if confined:  # made as the user, as cvg-observe makes it
-                lp = learning_plan(str(home), str(home), [str(scratch)], env={})
+                lp = learning_plan(str(home), str(home), str(scratch), env={})
                 prepare(lp.plan, {"SCRATCH": str(scratch), "CWD": str(home)}).apply()
             return {
                 name: attempt_name(lambda p=path: p.open("a").write("evil\n"))

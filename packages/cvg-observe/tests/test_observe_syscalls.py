@@ -73,6 +73,6 @@ def test_the_whole_set_of_a_real_run(
     assert "exit_group" not in bare and "sched_yield" in bare  # the -c blind spot is real
     missing = bare - set(seen)
     assert not missing, f"strace -c saw calls the observation lacks: {sorted(missing)}"
-    # cvg-exec's own start-up (confinement) is not the tool's.
+    # Confining the held process is not the tool's.
     assert not {"landlock_create_ruleset", "landlock_restrict_self", "seccomp"} & set(seen)
     assert os.getcwd() == str(work)

@@ -1,8 +1,16 @@
-"""The ``cvg-observe`` command."""
+"""The ``cvg-observe`` command: ``main(argv)`` and the console script.
+
+A command line of the usual shape (options with plain values, then the command) is read
+by :mod:`.fast_args` without importing click, whose import is a good part of an
+observation's fixed cost; anything else (``--help``, completion, a usage error, an odd
+spelling) goes to the click command in :mod:`.command`, which reads the same values
+(tests/test_observe_fast_args.py holds the two to each other).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -10,15 +18,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-import click
+from cvg_schema.exits import console, guarded, say, usage
 
-from cvg_policy.secrets import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
-from cvg_schema.console import console, invoke
-
-from ._version import __version__
+from .fast_args import Args, fast_args
 from .observe import EXIT_NOT_OBSERVED, NotStarted, ObserveError, observe
 
-EXIT_USAGE = 2
+PROG = "cvg-observe"
 
 UNCONFINED_WARNING = (
     "cvg-observe: warning: --unconfined: the command runs under strace only, with no "
@@ -26,114 +31,29 @@ UNCONFINED_WARNING = (
 )
 
 
-@click.command(
-    context_settings={
-        "help_option_names": ["-h", "--help"],
-        "max_content_width": 100,
-        "allow_interspersed_args": False,
-    },
-    epilog=f"""\b
-Examples:
-  cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
-  cvg-observe --out obs.json -- python3 mcp_server.py     # a real client talks to it
-  cvg-observe --unconfined -- make test                   # trusted code: no sandbox
+class Usage(Exception):
+    """A usage error found past the parsing: one line (click shows it as its own)."""
 
-\b
-Never readable while learning (those that exist; the list is in the
-observation's notes):
-  in $HOME: {", ".join("~/" + s for s in HOME_SECRETS)}
-  in the working directory: {", ".join(CWD_SECRETS)}
-  system: {", ".join(SYSTEM_SECRETS)}, and /root unless it is your home
 
-\b
-Exit status:
-  the command's own status (128+N when killed by signal N), as cvg-run gives it;
-  125  the observation could not be made (strace missing, or failing before the
-       command started; the sandbox could not be built; the command was not
-       started), one line on stderr;
-  126  the command could not be executed;  127  it was not found;
-  2    a usage error.
-""",
-)
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
-    default=None,
-    metavar="FILE",
-    help="Write the observation to FILE (atomically) and leave the command's stdin, "
-    "stdout and stderr alone. Without it the observation goes to stdout and the "
-    "command's stdout is sent to stderr.",
-)
-@click.option(
-    "--out-dir",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    metavar="DIR",
-    help="Like --out, to a new file in DIR (made if missing) named by the time the "
-    "observation started, e.g. 20261201T182749Z-1a2b3c4d.json: one observation per "
-    "session of a tool a client starts again and again (an MCP server).",
-)
-@click.option(
-    "--unconfined",
-    is_flag=True,
-    help="Plain strace, no learning sandbox (for code you trust; prints a warning).",
-)
-@click.option(
-    "--strace",
-    "strace",
-    default=None,
-    metavar="PATH",
-    help="The strace to use (default: $CVG_STRACE, else strace on PATH).",
-)
-@click.version_option(__version__, "-V", "--version", prog_name="cvg-observe")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
-def cli(
+def observe_command(
     out: str | None,
     out_dir: str | None,
     unconfined: bool,
     strace: str | None,
     command: tuple[str, ...],
 ) -> int:
-    """Run CMD under strace and write what it did as a cvg.observation.
-
-    Every file it opened, created, removed, renamed or executed, every socket, connect,
-    bind and signal becomes an event with an id (e1, e2, ...), the process, the path
-    (absolute: relative paths are resolved against that process's own working
-    directory), port or address, the result ("ok" or an errno name) and the time.
-    The observation also lists the executables with their ELF interpreter and #!
-    chain, the working directory, $HOME and the scratch directory (so cvg-generate can
-    turn paths into ${CWD}, ${HOME} and ${SCRATCH}), and the strace version.
-
-    By default CMD runs in a learning sandbox (cvg's own Landlock + seccomp, through
-    cvg-exec): it may read everything except the secrets below, write only under the
-    working directory, its scratch directory ($TMPDIR points there) and /tmp, reach
-    any TCP or UDP port, and not use UNIX sockets; cvg's seccomp deny list applies.
-    A working directory that is a system tree (/, /usr, ...) or holds a home is not
-    writable; one that is the home is writable only in its existing folders, never
-    in its dot-files (~/.bashrc, ~/.config/autostart) nor directly in it.
-    What the sandbox refused is still an event, with its errno (EACCES, EPERM) and
-    denied_while_learning set, so you see what the tool tried.
-
-    Without --out, stdout carries exactly one JSON observation, ready for a pipe, and
-    the command's own stdout is sent to stderr. With --out FILE the command's stdio is
-    untouched: that is how a stdio MCP server is observed while a real client talks to
-    it. cvg-observe is not a sandbox for running untrusted code in production; use
-    cvg-run with the generated policy for that.
-    """
+    """What ``cvg-observe [OPTIONS] -- CMD...`` does, its options read; its status."""
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        raise click.UsageError("no command given (usage: cvg-observe [OPTIONS] -- CMD...)")
+        raise Usage("no command given (usage: cvg-observe [OPTIONS] -- CMD...)")
     if out_dir is not None:
         if out is not None:
-            raise click.UsageError("--out and --out-dir: give one")
+            raise Usage("--out and --out-dir: give one")
         out = _session_file(out_dir)
     if unconfined:
-        click.echo(UNCONFINED_WARNING, err=True)
+        print(UNCONFINED_WARNING, file=sys.stderr, flush=True)
     sys.stdout.flush()
     try:
         if out is None or out == "-":
@@ -145,11 +65,11 @@ def cli(
             with _atomic(out) as dest:
                 result = observe(argv, dest.open, confined=not unconfined, strace=strace)
     except NotStarted as e:
-        click.echo(f"cvg-observe: {e}", err=True)
+        say(PROG, str(e))
         return e.status
     for note in result.notes:
         if note.endswith("skipped") or "left out" in note:
-            click.echo(f"cvg-observe: note: {note}", err=True)
+            print(f"cvg-observe: note: {note}", file=sys.stderr, flush=True)
     return result.exit_status
 
 
@@ -158,7 +78,7 @@ def _session_file(directory: str) -> str:
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError as e:
-        raise click.UsageError(f"--out-dir {directory}: {e.strerror}") from None
+        raise Usage(f"--out-dir {directory}: {e.strerror}") from None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return os.path.join(directory, f"{stamp}-{os.urandom(4).hex()}.json")
 
@@ -252,9 +172,40 @@ def _umask() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    return invoke(cli, argv, prog="cvg-observe", failure=EXIT_NOT_OBSERVED, known=(ObserveError,))
+    args = sys.argv[1:] if argv is None else list(argv)
+    fast = fast_args(args)
+    if fast is None:
+        from cvg_schema.console import invoke
+
+        from .command import cli
+
+        return invoke(cli, args, prog=PROG, failure=EXIT_NOT_OBSERVED, known=(ObserveError,))
+    return guarded(lambda: _run(fast), prog=PROG, failure=EXIT_NOT_OBSERVED, known=(ObserveError,))
+
+
+def _run(args: Args) -> int:
+    """``observe_command`` ending as it does under click's ``main``."""
+    try:
+        return observe_command(*args)
+    except Usage as e:
+        return usage(PROG, str(e))
+    except (EOFError, KeyboardInterrupt):
+        # click's main makes these an abort, after a blank line to close the ^C echo.
+        print(file=sys.stderr)
+        say(PROG, "aborted")
+        return EXIT_NOT_OBSERVED
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        # click's main ends a run whose reader went away with 1, quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
 
 
 def run() -> None:
-    """The console-script entry point."""
-    console(main)
+    """The console-script entry point. When main returns the observation is written
+    and closed, the scratch directory removed and every child reaped: the
+    interpreter's teardown is skipped."""
+    console(main, teardown=False)

@@ -10,7 +10,10 @@ TCP and UDP reach every port (Landlock does not handle the network here, and eve
 connect and bind is recorded); UNIX sockets are refused (seccomp), so D-Bus, the
 ssh-agent and docker.sock stay out of reach; cvg's seccomp deny list applies. The
 policy goes through :func:`cvg_policy.compile.compile_policy` like any other, so each
-secret is kept out by ``filesystem.deny`` (deny inside allow).
+secret is kept out by ``filesystem.deny`` (deny inside allow). The scratch directory is
+``${SCRATCH}`` in the plan, bound when it is applied, so one compile serves every run
+in a working directory: it is kept by :mod:`.plan_cache`, which compiles again when any
+input or anything the compile looked at has changed.
 
 :class:`Judge` then says which failed events the sandbox itself caused
 (``denied_while_learning``): an EACCES on a path no Landlock rule of the plan grants
@@ -25,13 +28,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from cvg_policy.compile import WRITE_RIGHTS, compile_report
 from cvg_policy.defaults import broad_reason
-from cvg_policy.expand import inside
+from cvg_policy.expand import FsView, inside
 from cvg_policy.secrets import HOME_SECRETS, SYSTEM_SECRETS, passwd_home, secret_paths
 from cvg_policy.variables import context
-from cvg_schema import Policy
 from cvg_trace.events import RawEvent
+
+from . import plan_cache
 
 __all__ = [
     "HOME_SECRETS",
@@ -41,6 +44,8 @@ __all__ = [
     "learning_plan",
     "secret_paths",
 ]
+
+SCRATCH: Final = "${SCRATCH}"
 
 # Resource limits in the policy (replaced in the plan: see learning_plan).
 _RESOURCES: Final = {
@@ -103,36 +108,67 @@ class LearningPlan:
 def learning_plan(
     cwd: str,
     home: str | None,
-    scratch: list[str],
+    scratch: str,
     env: Mapping[str, str] | None = None,
 ) -> LearningPlan:
     """Compile the learning sandbox for this working directory, home and scratch.
 
-    ``env`` is the environment the tool will get (default: this process's); every
-    variable in it is passed through. Raises cvg_policy.PolicyError when it cannot be
-    compiled."""
+    The plan names the scratch directory ``${SCRATCH}``, bound when it is prepared
+    (``prepare(plan, {"SCRATCH": scratch, ...})``), so the same plan serves every run
+    in this working directory. ``env`` is the environment the tool will get (default:
+    this process's); every variable in it is passed through. Raises
+    cvg_policy.PolicyError when it cannot be compiled."""
     denied = secret_paths(cwd, home)
     workspace, workspace_note = _workspace_roots(cwd, home)
-    write = [*workspace, *scratch, "/tmp", "/dev/shm", "/dev/null"]
-    policy = Policy.model_validate(
-        {
-            "kind": "cvg.policy",
-            "version": 1,
-            "filesystem": {
-                "read": ["/"],
-                "write": [w for w in write if os.path.exists(w)],
-                "execute": ["/"],
-                "deny": denied,
-            },
-            # Port 1 only so that TCP sockets are allowed; the port rules are removed
-            # below, so every port can be connected to and bound.
-            "network": {"tcp_connect": [1], "tcp_bind": [], "udp": True, "unix": False},
-            "ipc": {"signal_outside": True},
-            "resources": _RESOURCES,
-        }
-    )
+    # A scratch directory inside a secret would lose its grant to the deny, which only
+    # a path known when compiling can: keep it concrete there (as rare as a TMPDIR so).
+    real_scratch = os.path.realpath(scratch)
+    hidden = any(inside(real_scratch, os.path.realpath(d)) for d in denied)
+    write = [*workspace, scratch if hidden else SCRATCH, "/tmp", "/dev/shm", "/dev/null"]
+    write = [w for w in write if w == SCRATCH or os.path.exists(w)]
+    policy = {
+        "kind": "cvg.policy",
+        "version": 1,
+        "filesystem": {"read": ["/"], "write": write, "execute": ["/"], "deny": denied},
+        # Port 1 only so that TCP sockets are allowed; the port rules are removed
+        # below, so every port can be connected to and bound.
+        "network": {"tcp_connect": [1], "tcp_bind": [], "udp": True, "unix": False},
+        "ipc": {"signal_outside": True},
+        "resources": _RESOURCES,
+    }
     variables = context(cwd=cwd, home=home or passwd_home() or "/")
-    compiled = compile_report(policy, variables=variables)
+    made = plan_cache.compiled(
+        {"policy": policy, "variables": variables},
+        lambda view: _compile(policy, variables, view),
+        writable=[real_scratch, *(w for w in write if w != SCRATCH)],
+    )
+    plan = made["plan"]
+    # The tool's environment is the caller's, every variable passed as it is.
+    names = [n for n in (os.environ if env is None else env) if _env_name(n)]
+    plan["environment"] = {"set": {}, "pass": names}
+    families = frozenset(s["family"] for s in plan["seccomp"]["sockets"])
+    fs_rules = [
+        (real_scratch if r["path"] == SCRATCH else r["path"], frozenset(r["access"]))
+        for r in plan["landlock"]["fs_rules"]
+    ]
+    return LearningPlan(
+        plan=plan,
+        denied=denied,
+        fs_rules=fs_rules,
+        deny_syscalls=frozenset(plan["seccomp"]["deny"]),
+        deny_errno=str(plan["seccomp"].get("deny_errno") or "EPERM"),
+        socket_families=families,
+        notes=[*([workspace_note] if workspace_note else []), *made["notes"]],
+    )
+
+
+def _compile(policy: dict[str, Any], variables: dict[str, str], view: FsView) -> dict[str, Any]:
+    """The learning plan (its environment left to the caller) and its notes, compiled
+    by cvg-policy from ``policy``, looking at the filesystem only through ``view``."""
+    from cvg_policy.compile import WRITE_RIGHTS, compile_report
+    from cvg_schema import Policy
+
+    compiled = compile_report(Policy.model_validate(policy), variables=variables, view=view)
     plan = compiled.plan.model_dump(mode="json", by_alias=True)
     landlock = plan["landlock"]
     landlock["handled_net"] = []
@@ -145,17 +181,14 @@ def learning_plan(
     # really does (a generated policy's limits come from cvg-generate, not from here).
     plan["rlimits"] = {"core": 0}
     plan["processes"] = None
-    # The tool's environment is the caller's, every variable passed as it is.
-    names = [n for n in (os.environ if env is None else env) if _env_name(n)]
-    plan["environment"] = {"set": {}, "pass": names}
     plan["degraded"] = [d for d in plan["degraded"] if not d["item"].startswith("network.")]
     # A write root with a secret inside (a .env in the working directory) was split into
     # rules for its children, so nothing could be created directly in it. Landlock adds
     # up the rights of a path's ancestors, so a rule on the root itself with every write
     # right but read_file brings creating, writing and listing back and still leaves the
     # secret unreadable (writes there are allowed anyway: it is beneath a write root).
-    notes = [workspace_note] if workspace_note else []
-    roots = {os.path.realpath(w) for w in write if os.path.exists(w)}
+    notes = []
+    roots = {view.realpath(w) for w in policy["filesystem"]["write"] if w != SCRATCH}
     for e in compiled.plan.expansions:
         if e.path in roots:
             access = [r for r in landlock["handled_fs"] if r in WRITE_RIGHTS and r != "read_file"]
@@ -171,17 +204,7 @@ def learning_plan(
                 f"{', '.join(e.denied)} unreadable; it could not be listed, nor could what "
                 "appeared directly in it during the run be read"
             )
-    families = frozenset(s["family"] for s in plan["seccomp"]["sockets"])
-    fs_rules = [(r["path"], frozenset(r["access"])) for r in landlock["fs_rules"]]
-    return LearningPlan(
-        plan=plan,
-        denied=denied,
-        fs_rules=fs_rules,
-        deny_syscalls=frozenset(plan["seccomp"]["deny"]),
-        deny_errno=str(plan["seccomp"].get("deny_errno") or "EPERM"),
-        socket_families=families,
-        notes=notes,
-    )
+    return {"plan": plan, "notes": notes}
 
 
 def _env_name(name: str) -> bool:

@@ -4,9 +4,10 @@ Two numbers, because cvg-run bounds memory two ways (docs/policy.md, resources):
 process's private writable memory (RLIMIT_DATA) and the resident memory of the whole
 tree (the supervisor's sum). ``peak_rss_kb`` is the largest resident set any one
 process reached, from the kernel's high-water mark (``ru_maxrss`` of every reaped
-child, strace and the tool's whole tree below it); ``tree_rss_kb`` is the most the
-tool's processes held resident at once, sampled every :data:`INTERVAL` seconds, so a
-shorter peak than that can be missed.
+child: strace, and the tool's whole tree; its first process counts what it held as a
+fork of this one before its exec, as a launcher's start counted before); ``tree_rss_kb``
+is the most the tool's processes held resident at once, sampled every :data:`INTERVAL`
+seconds, so a shorter peak than that can be missed.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ def peak_rss_kb() -> int:
 
 
 class TreeSampler:
-    """The largest sum of resident memory over the processes below ``root``."""
+    """The largest sum of resident memory over the processes below ``root`` (and
+    ``root`` itself with ``with_root``)."""
 
-    def __init__(self, root: int) -> None:
+    def __init__(self, root: int, with_root: bool = False) -> None:
         self.root = root
+        self.with_root = with_root
         self.peak_kb = 0
         self.next = 0.0
 
@@ -45,6 +48,8 @@ class TreeSampler:
         self.next = now + INTERVAL
         try:
             members = process.descendants(self.root)
+            if self.with_root:
+                members.append(self.root)
         except OSError:
             return
         total = 0

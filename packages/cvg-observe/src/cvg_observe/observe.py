@@ -3,11 +3,14 @@
 The layering (strace must stay outside the sandbox: cvg's seccomp filter denies
 ptrace inside it)::
 
-    strace -f ... -o FIFO -- python -m cvg_kernel --plan PLAN -- CMD...   (confined)
-    strace -f ... --seccomp-bpf -o FIFO -- CMD...                          (unconfined)
+    cvg-observe ── fork ── CMD's first process: confined, held   (confined)
+         └──── strace -f ... -p PID -o /proc/OBSERVER/fd/W
+    strace -f ... --seccomp-bpf -o /proc/OBSERVER/fd/W -- CMD...    (unconfined)
 
-``cvg-exec`` confines itself with the learning plan and execs CMD; everything the
-first process does before that exec is cvg-exec's own start-up and is dropped.
+Confined, the command's first process is forked here and confines itself with the
+learning plan; strace attaches to it and only then is it let go to exec the command
+(:mod:`.attach`), so nothing before that exec is traced, and what the process does
+between being let go and the exec (a PATH search) is dropped.
 
 Why no ``--seccomp-bpf`` when confined: with it, strace installs a seccomp filter that
 answers TRACE for the traced calls, and cvg's filter answers ERRNO for denied ones;
@@ -17,12 +20,15 @@ the trace. Measured on Linux 6.18 with strace 6.1: ``unshare(CLONE_NEWNS)`` and
 ``--seccomp-bpf`` and are missing with it; an ``openat`` Landlock refuses (EACCES)
 appears either way, since Landlock answers after seccomp has let the call in. So a
 confined observation traces every call (slower, complete); ``--unconfined`` uses
-``--seccomp-bpf`` (nothing is denied there).
+``--seccomp-bpf`` (nothing is denied there; and strace can install its filter only
+in a process it starts, not in one it attaches to).
 
-The trace goes through a FIFO in a private directory under /dev/shm, which the
-learning sandbox cannot write, so the tool cannot forge trace lines; it is parsed as
-it arrives and the events are written to a spool file, so memory stays flat however
-long the tool runs.
+The trace goes through an anonymous pipe. strace opens its write end through this
+process's /proc entry, so no process inherits it, and a sandboxed process cannot reach
+another's descriptors that way (Landlock keeps it out of processes outside its
+domain): the confined tool cannot forge trace lines. The trace is parsed as it arrives
+and the events are written to a spool file, so memory stays flat however long the tool
+runs.
 """
 
 from __future__ import annotations
@@ -41,17 +47,18 @@ from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, Final
 
 import orjson
-from pydantic import ValidationError
 
-from cvg_schema import Event, Executable, Observation
+from cvg_kernel.plan import PlanError, Prepared, prepare
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
-from cvg_trace.tool import strace_version
+from cvg_trace.tool import start_version, strace_version, version_of
 
+from .attach import Held
 from .elf import executable_chain
 from .environment import given, parent_environment, without_cvg
 from .memory import TreeSampler, peak_rss_kb
+from .schema_fit import event_fits, observation_head
 from .serving import InputWaits, stdin_kind
 
 __all__ = [
@@ -97,28 +104,18 @@ def find_strace(name: str | None = None) -> str:
         raise ObserveError(str(e)) from None
 
 
-def strace_command(
-    strace: str, output: str, command: list[str], *, confined: bool, plan_path: str | None
-) -> list[str]:
-    """The full strace command line (see the module docstring for the layering)."""
+def strace_command(strace: str, output: str, target: list[str] | int) -> list[str]:
+    """The full strace command line (see the module docstring for the layering):
+    ``target`` is the command strace starts (unconfined), or the pid of the held
+    process it attaches to (confined)."""
     extra = ",".join(f"?{name}" for name in sorted(OTHER_SYSCALLS))
     argv = [strace, *STRACE_BASE, "-e", "trace=all", "-e", f"raw=!{TRACE_CLASSES},{extra}"]
     argv += ["-o", output]
-    if confined:
-        if plan_path is None:
-            raise ValueError("a confined observation needs a plan")
-        return [
-            *argv,
-            "--",
-            sys.executable,
-            "-m",
-            "cvg_kernel",
-            "--plan",
-            plan_path,
-            "--",
-            *command,
-        ]
-    return [*argv, "--seccomp-bpf", "--", *command]
+    if isinstance(target, int):
+        # -I3 is what strace gives `-o FILE CMD` on its own: fatal signals blocked, so a
+        # client that ends the tool's whole process group does not end the trace too.
+        return [*argv, "-I3", "-p", str(target)]
+    return [*argv, "--seccomp-bpf", "--", *target]
 
 
 # ---------------------------------------------------------------- writing
@@ -160,15 +157,12 @@ def _write_events(
 ) -> None:
     """Each event as JSON, comma-separated, validated one at a time."""
     seen = w.seen
-    validate = Event.model_validate
     dumps = orjson.dumps
     for raw in events:
         by = judge(raw) if judge is not None and raw.result != "ok" else None
         event_id = f"e{w.events + 1}"
         d = _event_dict(raw, event_id, by)
-        try:
-            validate(d)
-        except ValidationError:
+        if not event_fits(d) and not _model_takes(d):
             w.dropped += 1
             continue
         if w.events:
@@ -180,6 +174,30 @@ def _write_events(
         if raw.op == "execute" and raw.result == "ok" and raw.path and raw.path not in seen:
             seen.add(raw.path)
             w.executables.append((raw.path, event_id))
+
+
+def _model_takes(d: dict[str, Any]) -> bool:
+    """The schema's own verdict on an event :func:`event_fits` could not vouch for."""
+    from pydantic import ValidationError
+
+    from cvg_schema import Event
+
+    try:
+        Event.model_validate(d)
+    except ValidationError:
+        return False
+    return True
+
+
+def _model_head(fields: dict[str, Any], executables: list[dict[str, Any]]) -> dict[str, Any]:
+    """The observation without its events, made by the schema's models (which raise
+    what they refuse)."""
+    from cvg_schema import Executable, Observation
+
+    head = Observation(**fields).model_dump(mode="json", by_alias=True)
+    head.pop("events")
+    head["executables"] = [Executable(**e).model_dump(mode="json") for e in executables]
+    return head
 
 
 class ObservationWriter:
@@ -200,6 +218,7 @@ class ObservationWriter:
         scratch: list[str],
         strace_version: str | None,
         skip_execs: int = 0,
+        attached: bool = False,
         judge: Callable[[RawEvent], str | None] | None = None,
         notes: Iterable[str] = (),
         stdin: str | None = None,
@@ -213,7 +232,7 @@ class ObservationWriter:
         self.judge = judge
         self.notes = list(notes)
         self.parser = TraceParser()
-        self.tracker = Tracker(cwd, skip_execs=skip_execs)
+        self.tracker = Tracker(cwd, skip_execs=skip_execs, attached=attached)
         self.tracker.parser = self.parser
         self.waits = InputWaits(stdin)
         self.environment = environment
@@ -296,24 +315,22 @@ class ObservationWriter:
         for path, event_id in written.executables:
             chain, interp = executable_chain(path, self.cwd)
             executables.append(
-                Executable(path=path, interpreter=interp, shebang=chain, event_id=event_id)
+                {"path": path, "interpreter": interp, "shebang": chain, "event_id": event_id}
             )
-        envelope = Observation(
-            argv=self.argv,
-            cwd=self.cwd,
-            home=self.home,
-            scratch=self.scratch,
-            strace_version=self.strace_version,
-            exit_status=status if status is not None and 0 <= status <= 255 else None,
-            syscalls=dict(sorted(self.syscalls.items())),
-            peak_rss_kb=self.peak_rss_kb,
-            tree_rss_kb=self.tree_rss_kb,
-            environment=self.environment,
-            notes=notes,
-        )
-        head = envelope.model_dump(mode="json", by_alias=True)
-        head.pop("events")
-        head["executables"] = [e.model_dump(mode="json") for e in executables]
+        fields = {
+            "argv": self.argv,
+            "cwd": self.cwd,
+            "home": self.home,
+            "scratch": self.scratch,
+            "strace_version": self.strace_version,
+            "exit_status": status if status is not None and 0 <= status <= 255 else None,
+            "syscalls": dict(sorted(self.syscalls.items())),
+            "peak_rss_kb": self.peak_rss_kb,
+            "tree_rss_kb": self.tree_rss_kb,
+            "environment": self.environment,
+            "notes": notes,
+        }
+        head = observation_head(fields, executables) or _model_head(fields, executables)
         # {"kind":...,...,"executables":[...],"events":[<the spool>]}
         out.write(orjson.dumps(head)[:-1] + b',"events":[')
         self.spool.flush()
@@ -358,16 +375,6 @@ def write_observation(out: BinaryIO, lines: Iterable[str], **kwargs: Any) -> Res
 # ---------------------------------------------------------------- running
 
 
-def _private_dir() -> str:
-    """A private directory for the trace FIFO, where the learning sandbox cannot write."""
-    for base in ("/dev/shm", None):
-        try:
-            return tempfile.mkdtemp(prefix="cvg-observe-", dir=base)
-        except OSError:
-            continue
-    raise ObserveError("cannot create a private directory for the trace")
-
-
 class _Counted:
     """The lines of an iterator, counted as they pass."""
 
@@ -382,11 +389,12 @@ class _Counted:
 
 
 def _lines_from(
-    fd: int, proc: subprocess.Popen[bytes], tick: Callable[[], None] = lambda: None
+    fd: int, proc: subprocess.Popen[bytes], tick: Callable[[], int] = lambda: 100
 ) -> Iterator[str]:
-    """Lines from the FIFO ``fd`` (opened read-write and non-blocking, so never at
-    EOF) until ``proc`` has exited and everything it wrote has been read. ``tick`` is
-    called between reads."""
+    """Lines from the non-blocking pipe ``fd`` (whose write end this process holds too,
+    so it is never at EOF) until ``proc`` has exited and everything it wrote has been
+    read. ``tick`` is called between reads and says how many ms to wait at most for
+    the next."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     # strace's exit wakes the poll at once (its pidfd becomes readable), rather than
@@ -405,11 +413,12 @@ def _lines_from(
 
 
 def _drain_until_exit(
-    fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], None]
+    fd: int, proc: subprocess.Popen[bytes], poller: select.poll, tick: Callable[[], int]
 ) -> Iterator[str]:
     rest = b""
+    wait = tick()
     while True:
-        poller.poll(100)
+        poller.poll(wait)
         # Once strace has exited nothing more is written: what is read now is all.
         finished = proc.poll() is not None
         while True:
@@ -423,7 +432,7 @@ def _drain_until_exit(
             rest = parts.pop()
             for part in parts:
                 yield part.decode("utf-8", "surrogateescape")
-        tick()
+        wait = tick()
         if finished:
             break
     if rest:
@@ -512,20 +521,14 @@ def observe(
             else ("not executable")
         )
         raise NotStarted(f"{command[0]}: command {what}", 127 if what == "not found" else 126)
-    version = strace_version(strace_path)
     cwd = os.getcwd()
     home = os.environ.get("HOME") or None
     all_notes = list(notes)
     # From here on SIGTERM/SIGHUP are caught (and passed on to the tool once it runs),
-    # so the private directory and the scratch directory are always removed.
+    # so the scratch directory is always removed.
     writers: list[ObservationWriter] = []
     with _Forwarder(lambda: writers[0].tracker.root if writers else None) as forwarder:
-        private = _private_dir()
-        try:
-            scratch = tempfile.mkdtemp(prefix="cvg-observe-scratch-")
-        except OSError:
-            shutil.rmtree(private, ignore_errors=True)
-            raise
+        scratch = tempfile.mkdtemp(prefix="cvg-observe-scratch-")
         try:
             env = dict(os.environ)
             taken = without_cvg(env)
@@ -542,86 +545,167 @@ def observe(
                 )
             env_given = None if parent is None else given(env, parent)
             env["TMPDIR"] = scratch
-            judge = None
-            plan_path = None
-            if confined:
-                plan_path = os.path.join(private, "plan.json")
-                judge = _prepare_learning(plan_path, cwd, home, scratch, env, all_notes)
-            else:
-                all_notes.append("observed without a sandbox (--unconfined): nothing was denied")
-            fifo = os.path.join(private, "trace")
-            os.mkfifo(fifo, 0o600)
-            fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            probe = start_version(strace_path)  # answered while the sandbox is prepared
             try:
-                argv = strace_command(
-                    strace_path, fifo, command, confined=confined, plan_path=plan_path
-                )
-                with ObservationWriter(
-                    argv=list(command),
-                    cwd=cwd,
-                    home=home,
-                    scratch=[scratch],
-                    strace_version=version,
-                    skip_execs=1 if confined else 0,
-                    judge=judge,
-                    notes=all_notes,
-                    stdin=stdin_kind(0),
-                    environment=env_given,
-                ) as writer:
-                    writers.append(writer)
-                    try:
-                        proc = subprocess.Popen(argv, stdout=tool_stdout, env=env)
-                    except OSError as e:
-                        raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
-                    sampler = TreeSampler(proc.pid)
-
-                    def tick() -> None:
-                        forwarder.flush()
-                        sampler.sample()
-
-                    seen = _Counted(_lines_from(fd, proc, tick))
-                    try:
-                        writer.consume(seen)
-                    finally:
-                        code = proc.wait()
-                    writer.memory(peak_rss_kb(), sampler.peak_kb)
-                    if not writer.started and seen.count == 0 and code != 0:
-                        # Not one trace line: strace itself failed (a bad --strace, a
-                        # refused ptrace), so the command was never its to start.
-                        how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
-                        raise ObserveError(f"strace {strace_path} {how} before the command started")
-                    if not writer.started:
-                        status = writer.exit_status
-                        if status is None:
-                            status = code if code > 0 else EXIT_NOT_OBSERVED
-                        raise NotStarted(f"{command[0]}: the command did not start", status)
-                    fallback = 128 - code if code < 0 else code
-                    return writer.write(out() if callable(out) else out, fallback)
+                if confined:
+                    prepared, judge = _prepare_learning(cwd, home, scratch, env, all_notes)
+                else:
+                    prepared, judge = None, None
+                    all_notes.append(
+                        "observed without a sandbox (--unconfined): nothing was denied"
+                    )
             finally:
-                os.close(fd)
+                version = version_of(probe)
+            with ObservationWriter(
+                argv=list(command),
+                cwd=cwd,
+                home=home,
+                scratch=[scratch],
+                strace_version=version,
+                attached=confined,
+                judge=judge,
+                notes=all_notes,
+                stdin=stdin_kind(0),
+                environment=env_given,
+            ) as writer:
+                writers.append(writer)
+                run = _Traced(strace_path, command, prepared, tool_stdout, env)
+                try:
+                    return run.observe(writer, forwarder, out)
+                finally:
+                    run.close()
         finally:
-            shutil.rmtree(private, ignore_errors=True)
             _remove_scratch(scratch)
 
 
+class _Traced:
+    """One run under strace: started (the held process let go once strace is attached,
+    or the command started by strace), its trace consumed, its ending told."""
+
+    def __init__(
+        self,
+        strace: str,
+        command: list[str],
+        prepared: Prepared | None,
+        tool_stdout: int | IO[Any] | None,
+        env: dict[str, str],
+    ) -> None:
+        self.strace = strace
+        self.command = command
+        stdout = (
+            tool_stdout
+            if tool_stdout is None or isinstance(tool_stdout, int)
+            else tool_stdout.fileno()
+        )
+        self.held = None
+        if prepared is not None:
+            try:
+                self.held = Held(prepared, command, stdout)
+            finally:
+                prepared.close()  # the held process has its own copy of the ruleset
+        # The trace's pipe (see the module docstring): strace opens the write end through
+        # this process's /proc entry, so no process inherits it.
+        self.read_fd, self.write_fd = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self.read_fd, False)
+        target: list[str] | int = command if self.held is None else self.held.pid
+        argv = strace_command(strace, f"/proc/{os.getpid()}/fd/{self.write_fd}", target)
+        try:
+            self.proc = subprocess.Popen(argv, stdout=stdout, env=env)
+        except OSError as e:
+            self.close()
+            raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
+        if self.held is not None and not self.held.attached_by(self.proc):
+            self.held.abandon()
+            failure = self.held.failure()
+            if self.proc.poll() is None:
+                self.proc.kill()
+            code = self.proc.wait()
+            self.close()
+            if failure is not None:
+                raise NotStarted(failure[1], failure[0])
+            if code == 0:
+                raise ObserveError(f"strace {strace} did not attach to the command")
+            raise ObserveError(f"strace {strace} {_ended(code)} before the command started")
+
+    def observe(
+        self,
+        writer: ObservationWriter,
+        forwarder: _Forwarder,
+        out: BinaryIO | Callable[[], BinaryIO],
+    ) -> Result:
+        held = self.held
+        sampler = TreeSampler(self.proc.pid) if held is None else TreeSampler(held.pid, True)
+
+        def tick() -> int:
+            forwarder.flush()
+            sampler.sample()
+            if held is not None and held.holding:
+                held.probe()
+                return 2  # ms to the next tick while it waits to be let go
+            return 100
+
+        lines = _lines_from(self.read_fd, self.proc, tick)
+        seen = _Counted(lines if held is None else held.release_on_trace(lines))
+        try:
+            writer.consume(seen)
+        finally:
+            code = self.proc.wait()
+        if held is not None:
+            if held.holding:  # strace ended before it showed one call of the held process
+                held.abandon()
+                how = _ended(code)
+                raise ObserveError(f"strace {self.strace} {how} before the command started")
+            code = held.wait()  # the command's own status: strace -p ends with 0
+            failure = held.failure()
+            if failure is not None:
+                raise NotStarted(failure[1], failure[0])
+        writer.memory(peak_rss_kb(), sampler.peak_kb)
+        if held is None and not writer.started and seen.count == 0 and code != 0:
+            # Not one trace line: strace itself failed (a bad --strace, a refused
+            # ptrace), so the command was never its to start.
+            raise ObserveError(f"strace {self.strace} {_ended(code)} before the command started")
+        if not writer.started:
+            status = writer.exit_status
+            if status is None:
+                status = code if code > 0 else EXIT_NOT_OBSERVED
+            raise NotStarted(f"{self.command[0]}: the command did not start", status)
+        fallback = 128 - code if code < 0 else code
+        return writer.write(out() if callable(out) else out, fallback)
+
+    def close(self) -> None:
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            os.close(self.write_fd)
+            self.read_fd = self.write_fd = -1
+        if self.held is not None:
+            self.held.close()
+
+
+def _ended(code: int) -> str:
+    return f"was killed by signal {-code}" if code < 0 else f"exited {code}"
+
+
 def _prepare_learning(
-    plan_path: str,
     cwd: str,
     home: str | None,
     scratch: str,
     env: dict[str, str],
     notes: list[str],
-) -> Callable[[RawEvent], str | None]:
+) -> tuple[Prepared, Callable[[RawEvent], str | None]]:
+    """The learning plan, prepared for this run (built here, applied by the held
+    process), and the judge of what it refuses."""
     from cvg_policy.errors import PolicyError
 
     from .learning import Judge, learning_plan
 
     try:
-        lp = learning_plan(cwd, home, [scratch], env)
-    except PolicyError as e:
+        lp = learning_plan(cwd, home, scratch, env)
+        prepared = prepare(lp.plan, {"CWD": cwd, "SCRATCH": scratch}, environ=env)
+    except (PolicyError, PlanError) as e:
         raise ObserveError(f"cannot build the learning sandbox: {e}") from None
-    with open(plan_path, "wb") as f:
-        f.write(orjson.dumps(lp.plan))
+    for note in prepared.notes:
+        if not note.skipped:  # what cvg-exec says too: a right this kernel cannot enforce
+            print(f"cvg-observe: note: {note}", file=sys.stderr)
     if lp.denied:
         notes.append("learning sandbox: these stayed unreadable: " + ", ".join(lp.denied))
     notes.append(
@@ -629,7 +713,7 @@ def _prepare_learning(
         "directory and /tmp; UNIX sockets refused; TCP and UDP open on every port"
     )
     notes.extend(lp.notes)
-    return Judge(lp)
+    return prepared, Judge(lp)
 
 
 def _remove_scratch(path: str) -> None:

@@ -5,28 +5,61 @@
 schema cannot (missing paths, unknown syscalls, risky grants); :func:`render_yaml`
 writes a policy back with each rule's reasons as comments. Every problem is a
 :class:`PolicyError` or a :class:`Finding`, one line naming file, line and rule.
+
+The names load on first use: a program that wants only a submodule (the secrets' list,
+``cvg_policy.secrets``) does not pay for pydantic, pyyaml and the checks.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from .checks import check
-from .errors import Finding, PolicyError
-from .load import LoadedPolicy, load_policy, read_policy_file
-from .render import render_json, render_yaml
+import importlib
 
-try:
-    __version__ = version("cvg-policy")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.1.0"
+# Each public name, by the module that defines it.
+_MODULES = {
+    "checks": "check",
+    "errors": "Finding PolicyError",
+    "load": "LoadedPolicy load_policy read_policy_file",
+    "render": "render_json render_yaml",
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names.split()}
 
-__all__ = [
-    "Finding",
-    "LoadedPolicy",
-    "PolicyError",
-    "__version__",
-    "check",
-    "load_policy",
-    "read_policy_file",
-    "render_json",
-    "render_yaml",
-]
+__all__ = sorted([*_HOME, "__version__"])
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value: object = _version()
+    elif name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # the next lookup is a plain one
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOME, "__version__"})
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cvg-policy")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.1.0"
+
+
+# For the type checker, the names as if imported here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .checks import check as check
+    from .errors import Finding as Finding
+    from .errors import PolicyError as PolicyError
+    from .load import LoadedPolicy as LoadedPolicy
+    from .load import load_policy as load_policy
+    from .load import read_policy_file as read_policy_file
+    from .render import render_json as render_json
+    from .render import render_yaml as render_yaml
+
+    __version__: str

@@ -16,10 +16,12 @@ import os
 import re
 from typing import Final
 
-from cvg_schema import Policy
-
 from .expand import inside
 from .secrets import passwd_home, secret_paths, secret_reason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # broad_reason's callers need no models
+    from cvg_schema import Policy
 
 __all__ = ["BROAD_TREES", "broad_reason", "is_per_process", "tailor_default"]
 

@@ -27,9 +27,14 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from cvg_kernel.landlock import FILE_RIGHTS
-from cvg_schema.plan import Expansion
 
 from .errors import Finding, PolicyError
+
+# The schema's models only for the type checker and where an expansion is made: the
+# secrets' list and ``inside`` are wanted by programs that never compile a policy.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cvg_schema.plan import Expansion
 
 __all__ = [
     "DEFAULT_MAX_RULES",
@@ -261,6 +266,8 @@ def apply_denies(
     The total number of rules may not exceed ``max_rules`` (PolicyError naming the
     directory being expanded).
     """
+    from cvg_schema.plan import Expansion
+
     view = OsView() if view is None else view
     deny_list = list(denies)
     result = DenyResult(grants=[])

@@ -273,13 +273,16 @@ class Tracker:
     ``cwd`` is the working directory of the first process. ``skip_execs`` is how many
     successful ``execve`` calls of the first process belong to the launcher rather
     than the command (1 when ``cvg-exec`` runs between strace and the command):
-    everything before the next one is dropped. ``exit_status`` is set when the first
-    process ends (its exit status, or 128 + the signal that killed it).
+    everything before the next one is dropped. ``attached``: strace attached to the
+    first process while it was still the launcher, before it exec'd the command, so
+    what it does before its next successful exec is dropped too. ``exit_status`` is set
+    when the first process ends (its exit status, or 128 + the signal that killed it).
     """
 
-    def __init__(self, cwd: str | None, *, skip_execs: int = 0) -> None:
+    def __init__(self, cwd: str | None, *, skip_execs: int = 0, attached: bool = False) -> None:
         self.root_cwd = cwd
         self.skip_execs = skip_execs
+        self.attached = attached
         self.root: int | None = None
         self.root_execs = 0
         self.procs: dict[int, Proc] = {}
@@ -299,7 +302,7 @@ class Tracker:
             return proc
         if self.root is None:
             self.root = pid
-            proc = Proc([self.root_cwd], self.skip_execs == 0)
+            proc = Proc([self.root_cwd], self.skip_execs == 0 and not self.attached)
             self.procs[pid] = proc
             return proc
         forks = self._forks_in_flight()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["StraceNotFound", "find_strace", "strace_version"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # subprocess only when strace is asked: cvg-run --trace's start
+    import subprocess
+
+__all__ = ["StraceNotFound", "find_strace", "start_version", "strace_version", "version_of"]
 
 
 class StraceNotFound(RuntimeError):
@@ -38,13 +42,34 @@ def _which(name: str) -> str | None:
 
 def strace_version(strace: str) -> str | None:
     """``"6.1"`` from ``strace -V``; None when it cannot be told."""
+    return version_of(start_version(strace))
+
+
+def start_version(strace: str) -> subprocess.Popen[str] | None:
+    """``strace -V``, started: its answer is :func:`version_of` it, so a caller can do
+    something else meanwhile. None when it cannot be started."""
     import subprocess
 
     try:
-        out = subprocess.run(
-            [strace, "-V"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        return subprocess.Popen(
+            [strace, "-V"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+    except OSError:
+        return None
+
+
+def version_of(proc: subprocess.Popen[str] | None) -> str | None:
+    """The version a started ``strace -V`` printed (waited for); None when it cannot be
+    told."""
+    import subprocess
+
+    if proc is None:
+        return None
+    try:
+        out = proc.communicate(timeout=10)[0]
+    except subprocess.SubprocessError:
+        proc.kill()
+        proc.wait()
         return None
     first = out.splitlines()[0] if out else ""
     words = first.split()
