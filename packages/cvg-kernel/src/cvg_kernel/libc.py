@@ -31,10 +31,17 @@ _prctl.restype = ctypes.c_int
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
 
+_MACHINE: list[str] = []
+
+
 def machine() -> str:
     """The running architecture in cvg's spelling: ``x86_64`` or ``aarch64``."""
-    m = os.uname().machine
-    return {"arm64": "aarch64"}.get(m, m)
+    # Asked once: every Landlock rule looks up its syscall number by it, and under
+    # `cvg-run --trace` (ptrace mode) each uname(2) was one more stop per rule.
+    if not _MACHINE:
+        m = os.uname().machine
+        _MACHINE.append({"arm64": "aarch64"}.get(m, m))
+    return _MACHINE[0]
 
 
 def syscall(nr: int, *args: int | ctypes.c_void_p | object) -> int:
