@@ -407,7 +407,7 @@ TARGETS: tuple[tuple[str, str, str, str], ...] = (
         "`cvg-observe -o F -- true`, median",
         "ms",
     ),
-    ("trace", "bpf", "`cvg-run --trace` / `cvg-run`, worst workload", "x"),
+    ("trace", "notify", "`cvg-run --trace` (default mode) / `cvg-run`, worst workload", "x"),
 )
 """The performance targets: (results key, target name, what, unit). Each is read from
 the ``targets`` of its key as the benchmark recorded it; the generate targets come from

@@ -166,7 +166,7 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
         "trace": {
             "measured_at": at,
             "targets": {
-                "bpf": {
+                "notify": {
                     "limit": 1.5,
                     "values": {"a": 1.2, "b": 1.7},
                     "met": {"a": True, "b": False},
@@ -186,7 +186,10 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
     )
     assert "+2.50 ms | <= +1.00 ms | **no**" in rows['warm `Sandbox.run(["true"])` minus bare']
     # The worst workload decides, and one unmet is unmet.
-    assert "1.70x | <= 1.50x | **no**" in rows["`cvg-run --trace` / `cvg-run`, worst workload"]
+    assert (
+        "1.70x | <= 1.50x | **no**"
+        in rows["`cvg-run --trace` (default mode) / `cvg-run`, worst workload"]
+    )
     assert "not recorded" in rows['MCP `run_sandboxed(["true"])`, p50']
     gen = [line for line in rows.values() if "cvg-generate" in line]
     assert "7.50 s | <= 10.00 s | **yes**" in gen[0]
