@@ -25,12 +25,14 @@ from cvg_testing import drop_to
 
 Identity = pwd.struct_passwd | None
 
+# The handlers write with os.write: a signal arriving while another handler is in a
+# buffered file's write() made that write re-entrant, and the sentinel died of it.
 SENTINEL = """
-import signal, sys, time
-log = open(sys.argv[1], "a", buffering=1)
+import os, signal, sys, time
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGIO, signal.SIGTERM):
-    signal.signal(s, lambda n, f: log.write(f"got {n}\\n"))
-log.write("ready\\n")
+    signal.signal(s, lambda n, f: os.write(log, f"got {n}\\n".encode()))
+os.write(log, b"ready\\n")
 while True:
     time.sleep(1)
 """
