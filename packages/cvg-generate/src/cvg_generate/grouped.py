@@ -311,12 +311,8 @@ def _document(text: _Text, wanted: set[str]) -> Observation:
                 _array(text, events)
             else:
                 rest[key] = text.value()
-            c = text.skip()
-            text.pos += 1
-            if c == "}":
+            if _closed(text, "}"):
                 break
-            if c != ",":
-                raise Unexpected("expected , or }")
     return _observation(rest, events or _Events(wanted), wanted)
 
 
@@ -328,12 +324,19 @@ def _array(text: _Text, events: _Events) -> None:
     while True:
         values = text.batch()
         events.add([text.value()] if values is None else values)
-        c = text.skip()
-        text.pos += 1
-        if c == "]":
+        if _closed(text, "]"):
             return
-        if c != ",":
-            raise Unexpected("expected , or ]")
+
+
+def _closed(text: _Text, close: str) -> bool:
+    """Past the comma after a member (False) or the ``close`` that ends them (True)."""
+    c = text.skip()
+    text.pos += 1
+    if c == close:
+        return True
+    if c != ",":
+        raise Unexpected(f"expected , or {close}")
+    return False
 
 
 def _observation(rest: dict[str, Any], events: _Events, wanted: set[str]) -> Observation:

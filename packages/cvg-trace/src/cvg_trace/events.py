@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .parse import Record, TraceParser, parse_fd, string_arg, unescape
+from .parse import Record, TraceParser, Value, parse_fd, string_arg, unescape
 
 # typing, collections.abc and dataclasses only for the type checker (see .parse).
 TYPE_CHECKING = False
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["OPS_BY_SYSCALL", "Proc", "RawEvent", "Tracker", "events_from_lines"]
 
 
-class RawEvent:
+class RawEvent(Value):
     """An event before it has an id (see :class:`cvg_schema.observation.Event`)."""
 
     __slots__ = _FIELDS = ("pid", "op", "syscall", "result", "time", "path", "path2", "port",
@@ -63,26 +63,12 @@ class RawEvent:
         self.target_pid = target_pid
         self.directory = directory
 
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._FIELDS)
-
     def copy(self) -> RawEvent:
         """A shallow copy (copy.copy, without importing copy)."""
         new = RawEvent.__new__(RawEvent)
         for name in self._FIELDS:
             setattr(new, name, getattr(self, name))
         return new
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not RawEvent:
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
-        return f"RawEvent({inner})"
 
 
 MAX_HELD: Final = 1000

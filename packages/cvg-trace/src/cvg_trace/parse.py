@@ -28,6 +28,7 @@ __all__ = [
     "Fd",
     "Record",
     "TraceParser",
+    "Value",
     "parse_fd",
     "parse_lines",
     "unescape",
@@ -37,10 +38,33 @@ if TYPE_CHECKING:
     RecordKind = Literal["syscall", "exit", "killed", "signal"]
 
 
-class Record:
+class Value:
+    """Equality and repr over ``_FIELDS``, for slotted classes that were dataclasses
+    (dataclasses pulls in inspect, dis and ast: see the imports above)."""
+
+    __slots__ = ()
+    _FIELDS: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclasses they were
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
+        return f"{type(self).__name__}({inner})"
+
+
+class Record(Value):
     """One completed system call, or a process exit, kill or signal delivery."""
 
-    __slots__ = ("args", "errno", "kind", "name", "pid", "ret", "ret_fd", "status", "time")
+    __slots__ = _FIELDS = ("kind", "pid", "time", "name", "args", "ret", "ret_fd", "errno",
+                           "status")  # fmt: skip
 
     def __init__(
         self,
@@ -63,22 +87,6 @@ class Record:
         self.ret_fd = ret_fd
         self.errno = errno
         self.status = status
-
-    def _values(self) -> tuple[object, ...]:
-        return (self.kind, self.pid, self.time, self.name, self.args, self.ret,
-                self.ret_fd, self.errno, self.status)  # fmt: skip
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Record:
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
-
-    def __repr__(self) -> str:
-        names = ("kind", "pid", "time", "name", "args", "ret", "ret_fd", "errno", "status")
-        inner = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._values(), strict=True))
-        return f"Record({inner})"
 
 
 # ---------------------------------------------------------------- the grammar
