@@ -51,7 +51,6 @@ _BATCH: Final = 1 << 16
 _WS: Final = re.compile(r"[ \t\n\r]*")
 _ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}").fullmatch
 _SERIAL: Final = re.compile(r"e[1-9][0-9]{0,8}").fullmatch
-_MISSING: Final = object()
 
 
 class Unexpected(Exception):

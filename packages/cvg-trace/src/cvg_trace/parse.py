@@ -53,7 +53,8 @@ class Value:
             return NotImplemented
         return self._values() == other._values()
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclasses they were
+    # No __hash__: defining __eq__ leaves it None, and the values are mutable, like the
+    # dataclasses they were (Fd, frozen, defines its own).
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
@@ -290,10 +291,10 @@ def string_arg(arg: str) -> str | None:
     return None
 
 
-class Fd:
+class Fd(Value):
     """A descriptor argument: its number (None for AT_FDCWD) and what -yy said it is."""
 
-    __slots__ = ("number", "target")
+    __slots__ = _FIELDS = ("number", "target")
 
     number: int | None
     target: str | None  # "/etc/hostname", "TCP:[...]", "pipe:[12]"; None when not decoded
@@ -305,16 +306,8 @@ class Fd:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Fd is frozen")
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Fd:
-            return NotImplemented
-        return (self.number, self.target) == (other.number, other.target)
-
-    def __hash__(self) -> int:
-        return hash((self.number, self.target))
-
-    def __repr__(self) -> str:
-        return f"Fd(number={self.number!r}, target={self.target!r})"
+    def __hash__(self) -> int:  # frozen, unlike the other values
+        return hash(self._values())
 
     @property
     def path(self) -> str | None:
