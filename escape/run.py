@@ -56,6 +56,10 @@ PY = ""  # set by main(): the interpreter every run uses (probes.find_python)
 UNPRIV = "cvgtest"
 CVG_MAIN = "import sys; from cvg_run.cli import main; sys.argv[0] = 'cvg-run'; sys.exit(main())"
 SAMPLE = 0.02
+# How long the tool's resident total may stay above memory_mb: fifty of the
+# root supervisor's scans, ten of the unprivileged one's, and the teardown of
+# the processes it ends.
+RSS_GRACE = 0.5
 HARD_TIMEOUT = 40.0
 ABI_MATRIX = (4, 6)
 SINK_ORACLES = (
@@ -873,7 +877,8 @@ def _observe(at: Attempt) -> None:
     at.obs = {
         "max_procs_late": 0,
         "max_rss_kb": 0,
-        "max_rss_late_kb": 0,
+        "rss_over_from": None,
+        "rss_over_longest": 0.0,
         "max_fds": 0,
         "ns": [],
         "kobj": set(),
@@ -941,9 +946,16 @@ def _sample_tool(at: Attempt, tool: list[int], base_ns: dict, since: float) -> N
         old = obs["cpu"].get(p, (0, 0))
         obs["cpu"][p] = (max(own, old[0]), max(reaped, old[1]))
     obs["max_rss_kb"] = max(obs["max_rss_kb"], rss)
+    if "memory_mb" in lim:
+        if rss > lim["memory_mb"] << 10:
+            if obs["rss_over_from"] is None:
+                obs["rss_over_from"] = since
+            start = obs["rss_over_from"]
+            obs["rss_over_longest"] = max(obs["rss_over_longest"], since - start)
+        else:
+            obs["rss_over_from"] = None
     if since >= lim.get("late", 1.5):
         obs["max_procs_late"] = max(obs["max_procs_late"], len(tool))
-        obs["max_rss_late_kb"] = max(obs["max_rss_late_kb"], rss)
     if "wall" in lim and since >= lim["wall"] and tool and not obs["alive_late"]:
         obs["alive_late"] = [(p, read(f"/proc/{p}/cmdline").replace("\0", " ")[:80]) for p in tool]
 
@@ -1125,14 +1137,18 @@ def _judge_procs(at: Attempt) -> tuple[bool, str]:
 
 
 def _judge_rss(at: Attempt) -> tuple[bool, str]:
-    # Like the process count, the tree's memory total is enforced by a sampling
-    # supervisor (README: "Tree-wide limits are sampled"): what counts is memory
-    # still held once it has had time to act, as for max_procs_late.
+    # The tree's memory total is enforced by a sampling supervisor (README:
+    # "Tree-wide limits are sampled"), so a burst may pass the limit for a scan
+    # or two and while the killed processes give their pages back. What counts is
+    # memory held above the limit for longer than that: a tool that keeps it holds
+    # it for the attack's whole two seconds. Judging by a fixed moment instead
+    # (anything over the limit 1.5 s in) failed when a loaded machine made the
+    # burst itself arrive at that moment.
     lim = at.lim
-    mb = at.obs["max_rss_late_kb"] / 1024
-    return mb > lim["memory_mb"], (
-        f"resident memory of the tool's processes {lim.get('late', 1.5)} s in: "
-        f"{mb:.0f} MiB (limit {lim['memory_mb']}; peak {at.obs['max_rss_kb'] / 1024:.0f})"
+    over = at.obs["rss_over_longest"]
+    return over > RSS_GRACE, (
+        f"resident memory of the tool's processes above {lim['memory_mb']} MiB for "
+        f"{over:.2f} s at most (allowed {RSS_GRACE} s; peak {at.obs['max_rss_kb'] / 1024:.0f} MiB)"
     )
 
 
