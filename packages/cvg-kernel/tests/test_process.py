@@ -11,7 +11,10 @@ import time
 import pytest
 
 from cvg_kernel import process
+from cvg_kernel.libc import prctl
 from cvg_testing import in_child
+
+PR_SET_DUMPABLE = 4
 
 
 def test_prepare_rlimits_forms() -> None:
@@ -57,17 +60,50 @@ def test_no_new_privs_sets() -> None:
     assert in_child(child).value == [False, True]
 
 
+# A uid no account or other test uses: as root, the count of its processes is
+# exact, where the caller's own count moves with every process the machine
+# starts or ends meanwhile (a flaky test at a load average of 9).
+_FRESH_UID = 61_873
+
+
+def _hold_as(uid: int, ready: int) -> None:
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    prctl(PR_SET_DUMPABLE, 1)  # a changed uid leaves /proc/PID owned by root
+    os.write(ready, b"x")
+    time.sleep(30)
+    os._exit(0)
+
+
 def test_count_user_processes_counts_a_new_child() -> None:
-    before = process.count_user_processes(os.getuid())
+    if os.geteuid() == 0:
+        uid, expected_before = _FRESH_UID, 0
+        assert process.count_user_processes(uid) == 0, f"uid {uid} is in use here"
+    else:
+        uid, expected_before = os.getuid(), None
+    before = process.count_user_processes(uid)
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        time.sleep(5)
-        os._exit(0)
+        try:
+            if expected_before is not None:
+                _hold_as(uid, w)
+            os.write(w, b"x")
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    os.close(w)
     try:
-        assert process.count_user_processes(os.getuid()) >= before + 1
+        assert os.read(r, 1) == b"x", "the child did not start"
+        during = process.count_user_processes(uid)
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+        os.close(r)
+    if expected_before is None:
+        assert during >= before + 1
+    else:
+        assert (before, during, process.count_user_processes(uid)) == (0, 1, 0)
 
 
 def test_subreaper_catches_and_kills_a_setsid_double_fork_daemon() -> None:
