@@ -87,6 +87,12 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
         "file the tool can only read: treat every read grant as an execute grant",
     ),
     StandingLimit(
+        "core helper",
+        "core dumps are off (RLIMIT_CORE 0), but when the host's core_pattern is a pipe "
+        "(apport, systemd-coredump) the kernel ignores that limit: a tool that crashes "
+        "itself starts the helper, as root and outside the sandbox, with its memory",
+    ),
+    StandingLimit(
         "deny expansion",
         "a filesystem.deny is compiled into rules on the siblings of each path toward it: "
         "entries created later in an expanded directory are not covered (denied until "
