@@ -368,12 +368,16 @@ def container(session: nox.Session) -> None:
 KERNELS = {"6.1": 2, "6.12": 6}
 KERNEL_PROGRAMS = {
     "qemu-system-x86_64": "qemu-system-x86", "busybox": "busybox-static", "setpriv": "util-linux",
+    "strace": "strace",
 }  # fmt: skip
-# The kernel-facing tests: what cvg-kernel asks of Landlock and seccomp, and how
-# cvg-run starts, refuses and ends a tool.
+# The kernel-facing tests: what cvg-kernel asks of Landlock and seccomp, how
+# cvg-run starts, refuses and ends a tool, and cvg-observe's attach as a user under
+# Yama's ptrace_scope 1 (Ubuntu's default; Debian's kernels have Yama, this
+# repository's CI kernel does not).
 KERNEL_TESTS = [
     "packages/cvg-kernel/tests/test_landlock.py", "packages/cvg-kernel/tests/test_seccomp.py",
     "packages/cvg-run/tests/test_run_exit.py", "packages/cvg-run/tests/test_run_confinement.py",
+    "packages/cvg-observe/tests/test_observe_yama.py",
 ]  # fmt: skip
 # The smoke subset of the escape matrix (the full one takes hours under TCG): ten
 # attacks, one per kind of wall, the ABI-dependent ones (truncate, TCP, signals,
@@ -461,10 +465,12 @@ def kernels(session: nox.Session) -> None:
     smoke subset as root and unprivileged, written to escape/results/linux-X.Y/
     (cells IDENTITY/linux-X.Y), where only what a degraded run lets through below the
     kernel's ABI may escape. `-- --full` runs every attack (hours); `-- 6.1` one
-    kernel. Installs qemu and busybox-static (apt, as root). Needs root. See
+    kernel. Installs qemu, busybox-static and strace (apt, as root). Needs root. See
     docs/kernels.md."""
     _apt_install(session, KERNEL_PROGRAMS)
     _sync(session, "--all-packages")
+    # The guest reads this machine's /etc/passwd and cannot add to it.
+    session.run("python", "-c", "import cvg_testing; cvg_testing.ensure_unpriv_user()")
     args = list(session.posargs)
     full = "--full" in args
     series_list = [s for s in args if s in KERNELS] or list(KERNELS)

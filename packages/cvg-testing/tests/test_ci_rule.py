@@ -116,3 +116,26 @@ def test_staged_modules_import_as_the_unprivileged_user() -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert (r.returncode, r.stdout) == (0, "True\n"), r.stderr
+
+
+def test_a_yama_skip_is_judged_by_the_kernel(pytester: pytest.Pytester) -> None:
+    """require_yama's skip passes under CI only where Yama is really absent; the same
+    words on a kernel with Yama, or a forged reason, fail."""
+    import os
+
+    from cvg_testing.ci import YAMA_SCOPE
+
+    pytester._monkeypatch.setenv("CI", "true")
+    pytester.makepyfile(f"""
+import pytest
+from cvg_testing import require_yama
+def test_in_body():
+    require_yama()
+def test_forged():
+    pytest.skip("needs Yama; this kernel has none ({YAMA_SCOPE} is absent)")
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    if os.path.exists(YAMA_SCOPE):  # both run past the skip or fail
+        result.assert_outcomes(passed=1, failed=1)
+    else:
+        result.assert_outcomes(skipped=2)

@@ -4,7 +4,7 @@ With CI=true a skipped test is a failure (see :mod:`cvg_testing.plugin`), unless
 names the Landlock ABI it needs and this kernel lacks it.
 """
 
-from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi
+from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi, require_yama
 from cvg_testing.fork import (
     Child,
     Spawned,
@@ -53,6 +53,7 @@ __all__ = [
     "kernel_abi",
     "needs_abi",
     "require_abi",
+    "require_yama",
     "shared_dir",
     "spawn",
     "stage",

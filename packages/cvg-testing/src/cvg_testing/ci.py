@@ -1,6 +1,7 @@
 """The one rule for skips: outside CI a test may skip when this machine lacks what it
 needs (strace, root, a kernel feature); under CI=true only a Landlock ABI the kernel
-does not offer may skip, named by these helpers and proven by cvg_kernel."""
+does not offer, or Yama on a kernel built without it, may skip, named by these
+helpers and proven again when the skip is judged."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 _NEEDS = re.compile(r"needs Landlock ABI (\d+);")
 _BELOW = re.compile(r"needs a kernel below Landlock ABI (\d+);")
+YAMA_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
+_NO_YAMA = f"needs Yama; this kernel has none ({YAMA_SCOPE} is absent)"
 
 
 def in_ci() -> bool:
@@ -54,9 +57,18 @@ def require_abi(n: int) -> None:
         pytest.skip(_needs_reason(n))
 
 
+def require_yama() -> None:
+    """Skip, from inside a test body, on a kernel without Yama (the LSM behind
+    Ubuntu's ptrace_scope)."""
+    if not os.path.exists(YAMA_SCOPE):
+        pytest.skip(_NO_YAMA)
+
+
 def skip_is_proven(reason: str) -> bool:
     """True when the skip names a Landlock ABI and the kernel really is on the other
     side of it. The kernel is asked again here: a reason cannot vouch for itself."""
+    if reason.endswith(_NO_YAMA):
+        return not os.path.exists(YAMA_SCOPE)
     k = kernel_abi()
     if k is None:
         return False
