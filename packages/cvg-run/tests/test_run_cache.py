@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runhelp import Box, load_record, make_policy, run_main
+from runhelp import Box, load_record, make_policy, run_main, token
 
 Identity = pwd.struct_passwd | None
 PLAN_LINE = re.compile(r"^cvg-run: plan (sha256:[0-9a-f]+) \((cache|compiled)\) for ", re.M)
@@ -169,3 +169,50 @@ def test_the_cached_filter_is_the_plans(identity: Identity, box: Box) -> None:
     ran = run_main(["-v", "--", "unshare", "-U", "true"], box=box, user=identity)
     assert _source(ran.err) == "cache", ran.err
     assert ran.rc != 0 and "Operation not permitted" in ran.err, ran.err
+
+
+def _read_in_cwd(box: Box, identity: Identity, names: list[str]) -> tuple[str, str]:
+    """The default policy's plan source and what ``cat`` printed of ``names``."""
+    script = "; ".join(f"cat {n} 2>/dev/null" for n in names) + "; true"
+    ran = run_main(["-v", "--", "sh", "-c", script], box=box, user=identity)
+    assert ran.rc == 0, ran.err
+    return _source(ran.err), ran.out
+
+
+def _plant(box: Box, identity: Identity, name: str, text: str) -> None:
+    import os
+
+    path = box.cwd / name
+    path.write_text(text + "\n")
+    if identity is not None:
+        os.chown(path, identity.pw_uid, identity.pw_gid)
+
+
+def test_a_new_file_in_the_working_directory_keeps_the_default_plan(
+    identity: Identity, box: Box
+) -> None:
+    """A tool that writes new files to its working directory (or a run in /tmp) still
+    hits the cache: nothing there was denied, so the directory is granted whole and
+    its names are in no rule. The new file reads, from the cached plan."""
+    _plant(box, identity, "first.txt", "one")
+    assert _read_in_cwd(box, identity, ["first.txt"]) == ("compiled", "one\n")
+    _plant(box, identity, "second.txt", "two")
+    assert _read_in_cwd(box, identity, ["first.txt", "second.txt"]) == ("cache", "one\ntwo\n")
+    assert _read_in_cwd(box, identity, ["second.txt"]) == ("cache", "two\n")
+    assert len(_entries(box)) == 1
+
+
+def test_a_new_secret_in_the_working_directory_is_a_compile_that_denies_it(
+    identity: Identity, box: Box
+) -> None:
+    _plant(box, identity, "notes.txt", "public")
+    assert _read_in_cwd(box, identity, ["notes.txt"])[0] == "compiled"
+    secret = token()
+    _plant(box, identity, ".env", secret)
+    source, out = _read_in_cwd(box, identity, ["notes.txt", ".env"])
+    assert source == "compiled"
+    assert out == "public\n" and secret not in out
+    # With a secret denied, the directory's other entries are granted one by one:
+    # then any new name is a compile, and the new file reads.
+    _plant(box, identity, "later.txt", "later")
+    assert _read_in_cwd(box, identity, ["later.txt", ".env"]) == ("compiled", "later\n")

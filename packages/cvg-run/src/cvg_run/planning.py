@@ -4,8 +4,11 @@ Compiling needs cvg-policy (pyyaml, pydantic): tens of milliseconds of
 imports. A plan depends only on the policy's bytes, where it lives, the
 working directory and home it expands against, and the kernel it was made
 for, so it is cached under a digest of exactly those, and a cache hit costs
-one small JSON read. ${SCRATCH} stays a variable in the plan and is bound
-per run.
+one small read. ${SCRATCH} stays a variable in the plan and is bound per run.
+The embedded default policy also depends on which secrets exist beneath its
+reads: the names in /etc are in the key, and the working directory's names are
+checked against the entry (see _still_fits), so a tool that adds files there
+does not cost a compile per run.
 """
 
 from __future__ import annotations
@@ -102,18 +105,62 @@ def _compiler_key() -> str:
 
 
 def _default_secrets_key(cwd: str) -> str:
-    """What the default policy's carve-outs depend on: the secrets beneath its reads can
-    only appear at the top of the working directory or in /etc (cvg_policy.defaults), so
-    the names there are the key. Names, not mtimes: editing a file in the workspace
-    changes its directory's mtime on some editors' every save, and must not cost a
-    compile per run."""
-    parts = []
-    for d in (cwd, "/etc", "/etc/ssh", "/etc/ssl"):
-        try:
-            parts.append(f"{d}:{os.stat(d).st_ino}:" + "/".join(sorted(os.listdir(d))))
-        except OSError:
-            parts.append(f"{d}:-")
+    """What the default policy's carve-outs depend on besides the working directory's
+    own names (see _still_fits): the secrets beneath its reads can only appear at the
+    top of the working directory or in /etc (cvg_policy.defaults), so the names in /etc
+    are the key. Names, not mtimes: an editor's every save can change a directory's
+    mtime, and must not cost a compile per run."""
+    parts = [f"{cwd}:{_inode(cwd)}"]
+    for d in ("/etc", "/etc/ssh", "/etc/ssl"):
+        names = _names(d)
+        parts.append(f"{d}:{_inode(d)}:" + ("/".join(names) if names is not None else "-"))
     return "\0".join(parts)
+
+
+def _inode(path: str) -> int:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return -1
+
+
+def _names(d: str) -> tuple[str, ...] | None:
+    try:
+        return tuple(sorted(os.listdir(d)))
+    except OSError:
+        return None
+
+
+def _still_fits(
+    entry: dict[str, Any], cached: str, cwd: str, home: str, names: tuple[str, ...] | None
+) -> dict[str, Any] | None:
+    """A default-policy entry compiled when the working directory held other names:
+    still the plan when nothing beneath the working directory was denied (so it is
+    granted whole, or not at all, and its listing is in no rule) and no new name is
+    named like a secret, the one way a new entry changes the compile. Else None: a
+    directory with a denied secret has its other entries granted one by one, so any
+    change there is a compile. Importing the judge costs some milliseconds, a compile
+    some hundred; the entry is stored again with today's names."""
+    if entry.get("cwd_denies") is not False or names is None:
+        return None
+    before = entry.get("cwd_names")
+    if not isinstance(before, tuple):
+        return None
+    from cvg_policy.secrets import secret_reason
+
+    if any(secret_reason(os.path.join(cwd, n), home) for n in set(names) - set(before)):
+        return None
+    entry["cwd_names"] = names
+    _store(cached, entry)
+    return entry
+
+
+def _store(cached: str, entry: dict[str, Any]) -> None:
+    payload = marshal.dumps(entry)
+    try:
+        write_atomic(cached, _sha256(payload).digest() + payload)
+    except OSError:
+        pass  # a read-only cache only costs speed
 
 
 def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None = None) -> Planned:
@@ -141,16 +188,22 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
     parts = [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
     # marshal's format belongs to the interpreter that wrote it.
     parts.append(f"{sys.implementation.cache_tag}|marshal={marshal.version}")
+    names = None
     if policy_path is None:
         parts.append(_default_secrets_key(cwd))
+        names = _names(cwd)
     key_material = "\0".join(parts)
     key = _sha256_hex(key_material.encode())[:32]
     cached = os.path.join(cache_dir(), f"{key}.plan")
     entry = _read_entry(cached)
+    if entry is not None and policy_path is None and entry.get("cwd_names") != names:
+        entry = _still_fits(entry, cached, cwd, home, names)
     if entry is not None:
         return Planned(entry["plan"], entry["plan_digest"], entry["policy_digest"], real_path,
                        True, entry["hosts"], entry["filter"])  # fmt: skip
-    plan, policy_digest, hosts = _compile(data, shown, cwd=cwd, home=home, policy_dir=policy_dir)
+    plan, policy_digest, hosts, cwd_denies = _compile(
+        data, shown, cwd=cwd, home=home, policy_dir=policy_dir
+    )
     digest = plan_digest(plan)
     try:
         filter_data: dict[str, Any] | None = compile_filter(plan).data()
@@ -162,12 +215,10 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
         "policy_digest": policy_digest,
         "hosts": hosts,
         "filter": filter_data,
+        "cwd_names": names,
+        "cwd_denies": cwd_denies,
     }
-    payload = marshal.dumps(entry)
-    try:
-        write_atomic(cached, _sha256(payload).digest() + payload)
-    except OSError:
-        pass  # a read-only cache only costs speed
+    _store(cached, entry)
     return Planned(plan, digest, policy_digest, real_path, False, hosts, filter_data)
 
 
@@ -205,10 +256,13 @@ def plan_digest(plan: dict[str, Any]) -> str:
 
 def _compile(
     data: bytes, filename: str, *, cwd: str, home: str, policy_dir: str
-) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], str, list[dict[str, Any]], bool]:
+    """The plan, the policy's digest, its hosts, and (for the default policy) whether
+    anything beneath the working directory was denied."""
     # The slow imports live here, off the cached path.
     from cvg_policy.compile import compile_policy
     from cvg_policy.errors import PolicyError
+    from cvg_policy.expand import inside
     from cvg_policy.load import load_policy
     from cvg_policy.variables import context
 
@@ -216,14 +270,18 @@ def _compile(
         loaded = load_policy(data, filename=filename)
         variables = context(cwd=cwd, home=home, policy_dir=policy_dir)
         policy = loaded.policy
+        cwd_denies = True
         if filename == DEFAULT_POLICY_NAME:
             from cvg_policy.defaults import tailor_default
 
             policy, _ = tailor_default(policy, cwd=cwd, home=home)
+            real_cwd = os.path.realpath(cwd)
+            cwd_denies = any(inside(os.path.realpath(d), real_cwd) for d in policy.filesystem.deny)
         plan = compile_policy(policy, variables=variables, policy_path=filename)
     except PolicyError as e:
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
     source = dumped.get("source") or {}
     hosts = [rule.model_dump(mode="json") for rule in loaded.policy.network.hosts]
-    return dumped, str(source.get("policy_digest") or "sha256:" + _sha256_hex(data)), hosts
+    digest = str(source.get("policy_digest") or "sha256:" + _sha256_hex(data))
+    return dumped, digest, hosts, cwd_denies
