@@ -43,3 +43,16 @@ def test_what_it_does_not_expect_still_gives_json_s_bytes() -> None:
 
     for record in ({"a": math.nan}, {"a": {1: "x"}}, {"a": Name("n")}, {"a": [math.inf]}):
         assert dumps(record) == (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
+def test_what_json_refuses_is_refused_alike() -> None:
+    import pytest
+
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    for record, error in (({"a": object()}, TypeError), (loop, ValueError)):
+        with pytest.raises(error) as ours:
+            dumps(record)
+        with pytest.raises(error) as theirs:
+            json.dumps(record, separators=(",", ":"))
+        assert str(ours.value) == str(theirs.value)
