@@ -29,6 +29,7 @@ from typing import Literal, Protocol
 from cvg_kernel.landlock import FILE_RIGHTS
 
 from .errors import Finding, PolicyError
+from .paths import inside
 
 # The schema's models only for the type checker and where an expansion is made: the
 # secrets' list and ``inside`` are wanted by programs that never compile a policy.
@@ -137,13 +138,6 @@ class DictView:
             else:
                 return out
         return out
-
-
-def inside(path: str, parent: str) -> bool:
-    """True when ``path`` is ``parent`` or beneath it (both normalised, absolute)."""
-    if parent == "/":
-        return True
-    return path == parent or path.startswith(parent + "/")
 
 
 @dataclass(frozen=True)

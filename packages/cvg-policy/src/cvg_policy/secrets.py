@@ -9,14 +9,17 @@ secret whatever capability it arrived as (a token file read is still a token).
 from __future__ import annotations
 
 import fnmatch
-import glob
 import os
 import posixpath
 import pwd
 import re
-from typing import Final
 
-from .expand import inside
+from .paths import inside
+
+# typing only for the type checker: cvg-run imports this judge on its cold path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = [
     "CWD_SECRETS",
@@ -144,6 +147,8 @@ def secret_paths(cwd: str, home: str | None, *, euid: int | None = None) -> list
     ``/root`` is denied whole when it is someone else's home (neither ``home`` nor the
     caller's passwd home); as root it is the caller's own, and only its secrets are.
     """
+    import glob
+
     euid = os.geteuid() if euid is None else euid
     homes: list[str] = []
     for h in (home, passwd_home(euid)):

@@ -262,8 +262,8 @@ def _compile(
     # The slow imports live here, off the cached path.
     from cvg_policy.compile import compile_policy
     from cvg_policy.errors import PolicyError
-    from cvg_policy.expand import inside
     from cvg_policy.load import load_policy
+    from cvg_policy.paths import inside
     from cvg_policy.variables import context
 
     try:
