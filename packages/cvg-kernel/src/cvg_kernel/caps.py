@@ -118,6 +118,10 @@ class CapabilityDrop:
         self._securebits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_KEEP_CAPS_LOCKED
         self._nr_capset = TABLES[machine()]["capset"]
 
+    def names(self) -> list[str]:
+        """The kept capabilities by name: ``CapabilityDrop(drop.names())`` is the same drop."""
+        return [NAMES[c] for c in sorted(self.keep)]
+
     def apply(self) -> None:
         """Drop, in the order the kernel demands: CAP_SETPCAP is needed for the
         bounding set and the securebits, so those go before capset removes it."""

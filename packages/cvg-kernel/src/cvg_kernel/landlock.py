@@ -646,6 +646,17 @@ class Ruleset:
             raise
         return cls(fd=fd, abi=eff, abi_note=note, negotiation=neg, fs_rules=added, skipped=skipped)
 
+    @classmethod
+    def inherited(cls, fd: int, flags: int) -> Ruleset:
+        """A ruleset another process built (:meth:`build`) and this one inherited as
+        descriptor ``fd``, to :meth:`restrict_self` with ``flags``. It knows nothing
+        else of its rules: what they are was reported where it was built."""
+        if not isinstance(fd, int) or not isinstance(flags, int) or fd < 0 or flags < 0:
+            raise LandlockError(f"not an inherited ruleset: fd={fd!r}, flags={flags!r}")
+        neg = Negotiation(abi=0, handled_fs=0, handled_net=0, scoped=0, flags=flags,
+                          fs_rules=(), net_rules=(), dropped=(), skipped=())  # fmt: skip
+        return cls(fd=fd, abi=0, abi_note="inherited", negotiation=neg, fs_rules=[], skipped=[])
+
     @property
     def enforced(self) -> bool:
         """False when negotiation left nothing to restrict and restrict_self is a no-op."""

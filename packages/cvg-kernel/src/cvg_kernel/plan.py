@@ -279,6 +279,51 @@ class Prepared(Record, frozen=False):
         if self.ruleset is not None:
             self.ruleset.close()
 
+    @property
+    def inherited_fds(self) -> list[int]:
+        """The descriptors a process given :meth:`handoff` must inherit."""
+        return [self.ruleset.fd] if self.ruleset is not None and self.ruleset.fd >= 0 else []
+
+    def handoff(self) -> dict[str, Any]:
+        """This prepared plan as plain data (marshal can carry it) for a process this
+        one starts to apply with :func:`adopt`: the rules are opened and the filter
+        assembled once, here, not again in that process. The Landlock ruleset goes by
+        descriptor (:attr:`inherited_fds`): the caller makes the receiver inherit it at
+        the same number. A listener is the receiver's choice
+        (``adopt(notify_sock=...)``)."""
+        ruleset = None
+        if self.ruleset is not None and self.ruleset.fd >= 0:
+            ruleset = (self.ruleset.fd, self.ruleset.flags)
+        return {
+            "ruleset": ruleset,
+            "filter": self.filter.data(),
+            "rlimits": [tuple(r) for r in self.rlimits],
+            "keep": self.caps.names(),
+            "env": dict(self.env),
+        }
+
+
+def adopt(data: Mapping[str, Any], *, notify_sock: int | None = None) -> Prepared:
+    """The :class:`Prepared` that :meth:`Prepared.handoff` described, in the process
+    that inherited its ruleset descriptor; ``notify_sock`` as for :func:`prepare`.
+    Raises PlanError when ``data`` is not such a description."""
+    try:
+        flt = seccomp.Filter.from_data(data["filter"])
+        ruleset = data["ruleset"]
+        adopted = None if ruleset is None else landlock.Ruleset.inherited(*ruleset)
+        rlimits = [(int(r), int(soft), int(hard)) for r, soft, hard in data["rlimits"]]
+        caps = CapabilityDrop(data["keep"])
+        env = {str(k): str(v) for k, v in data["env"].items()}
+    except (KeyError, TypeError, ValueError, seccomp.SeccompError, CapabilityError) as e:
+        raise PlanError(f"not a prepared plan's handoff: {e}") from None
+    handover = None
+    if notify_sock is not None:
+        from .notify import Handover
+
+        handover = Handover(notify_sock)
+        flt = flt.with_listener()
+    return Prepared(adopted, flt, rlimits, caps, env, [], handover)
+
 
 def prepare(
     plan: Mapping[str, Any],

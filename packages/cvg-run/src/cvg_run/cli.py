@@ -460,7 +460,7 @@ def _tracer(
     if verbose:
         seen = "seccomp denials unseen" if tracer.mode == "bpf" else "seccomp denials included"
         _say(f"trace: {tracer.strace} in {tracer.mode} mode ({seen})")
-    tracer.prepare_files()
+    tracer.prepare_files(prepared)
     return tracer
 
 

@@ -6,8 +6,10 @@ exec, so strace runs this small program rather than the tool itself::
 
     strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan-fd M --var ... -- CMD
 
-It imports nothing but cvg_kernel and the standard library, applies the plan
-exactly as the untraced supervisor's child does (rlimits, capabilities,
+It imports nothing but cvg_kernel and the standard library, and applies the plan
+cvg-run prepared (cvg_kernel.plan.adopt: the Landlock ruleset by inherited
+descriptor, the seccomp program assembled) exactly as the untraced supervisor's
+child does (rlimits, capabilities,
 no_new_privs, Landlock, seccomp, descriptors close-on-exec; with --notify-fd
 the seccomp filter reports its denials to the supervisor) and execs CMD. A
 failure goes up the error descriptor as ``STATUS message``, the same protocol as
@@ -81,15 +83,15 @@ def main(argv: Sequence[str]) -> None:
         import marshal
 
         sys.modules.setdefault("json", _LazyModule("json"))
-        from cvg_kernel.plan import check_envelope, child_exec, prepare
+        from cvg_kernel.plan import adopt, child_exec
 
-        # The plan, as cvg-run checked and compiled it, in a memfd (marshal: no json).
+        # The plan as cvg-run prepared it (cvg_kernel.plan.Prepared.handoff), in a memfd:
+        # its Landlock ruleset is an inherited descriptor, its filter already assembled.
         with open(plan_fd, "rb") as f:
-            plan = marshal.loads(f.read())
-        check_envelope(plan)
+            handoff = marshal.loads(f.read())
         # With a notify socket, apply() installs the filter with its denials as user
         # notifications and sends the listener to the supervisor (then closes both).
-        prepared = prepare(plan, variables, notify_sock=notify)
+        prepared = adopt(handoff, notify_sock=notify)
         prepared.apply()
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         # Not cvg_kernel.plan.child_exit: importing it may be what failed.

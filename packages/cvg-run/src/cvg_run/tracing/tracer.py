@@ -32,12 +32,14 @@ Three modes (``CVG_TRACE_MODE``), named in ``-v`` output:
 
 Every mode pays a fixed cost on top of the untraced run: strace's start and the
 launcher's (a Python interpreter importing cvg_kernel, every one of its opens
-traced), about 50 ms on the machine of benchmarks/results; see bench_trace.py.
+traced; the plan itself is prepared by cvg-run, outside strace, and the launcher
+only applies it); see bench_trace.py.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import threading
 
@@ -50,6 +52,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Final
+
+    from cvg_kernel.plan import Prepared
 
     from .denials import DenialLog
 
@@ -142,6 +146,7 @@ class Tracer:
         self.wake_r, self.wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread: threading.Thread | None = None
         self.plan_fd = -1
+        self._inherited: list[int] = []
         self.strace_pid: int | None = None
         # The seccomp notification channel (notify mode): our end, the launcher's.
         self.program = tuple(program)
@@ -167,23 +172,31 @@ class Tracer:
     @property
     def child_fds(self) -> list[int]:
         """Descriptors strace and the launcher inherit, besides the two pipes."""
-        return [fd for fd in (self.plan_fd, self._theirs) if fd >= 0]
+        return [fd for fd in (self.plan_fd, self._theirs, *self._inherited) if fd >= 0]
 
     # ---------------------------------------------------------------- starting
 
-    def prepare_files(self) -> None:
-        """Put the plan where the launcher reads it: a memfd it inherits, so no file
-        in the filesystem holds it, and in marshal form, which it reads without json."""
+    def prepare_files(self, prepared: Prepared) -> None:
+        """Put the plan, prepared here (its rules opened, its filter assembled), where
+        the launcher reads it: a memfd it inherits, so no file in the filesystem holds
+        it, in marshal form, which it reads without json. The launcher only applies
+        it, so none of the plan's opens and allocations stop it under strace."""
         import marshal
 
-        plan = self.plan
-        if isinstance(plan.get("processes"), int):
-            # The backstop RLIMIT_NPROC is the user's process count plus N, and the
-            # kernel counts threads: this supervisor's reader and notification threads
-            # would otherwise use up two of the tool's N.
-            plan = {**plan, "processes": plan["processes"] + len(self._threads_planned())}
+        handoff = prepared.handoff()
+        # The backstop RLIMIT_NPROC was counted before strace and this supervisor's
+        # reader and notification threads existed (the kernel counts threads): without
+        # room for them they would use up the tool's share.
+        extra = len(self._threads_planned()) + 1
+        handoff["rlimits"] = [
+            (r, soft + extra, hard + extra)
+            if r == resource.RLIMIT_NPROC and soft >= 0
+            else (r, soft, hard)
+            for r, soft, hard in handoff["rlimits"]
+        ]
+        self._inherited = prepared.inherited_fds
         fd = os.memfd_create("cvg-plan", os.MFD_CLOEXEC)
-        data = marshal.dumps(plan)
+        data = marshal.dumps(handoff)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -235,6 +248,7 @@ class Tracer:
         if self.plan_fd >= 0:
             os.close(self.plan_fd)  # strace and the launcher have theirs
             self.plan_fd = -1
+        self._inherited = []  # the ruleset is the caller's to close
         if self._theirs >= 0:
             os.close(self._theirs)
             self._theirs = -1
