@@ -33,10 +33,11 @@ Standard library and ctypes only.
 
 from __future__ import annotations
 
+# _socket, not socket: the wrapper imports enum and selectors (see cvg_kernel.notify).
+import _socket as socket
 import ctypes
 import errno as _errno
 import os
-import socket
 from collections.abc import Callable
 
 from . import libc, syscall_table

@@ -48,11 +48,13 @@ Standard library and ctypes only; struct sizes and ioctl numbers are from
 
 from __future__ import annotations
 
+# _socket, not socket: the wrapper imports enum and selectors, ten milliseconds of
+# every traced start, in the launcher under strace and in the supervisor alike.
+import _socket as socket
 import ctypes
 import errno as _errno
 import os
 import select
-import socket
 import stat
 import struct
 import threading
