@@ -87,6 +87,12 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
         "file the tool can only read: treat every read grant as an execute grant",
     ),
     StandingLimit(
+        "terminal",
+        "TIOCSTI and TIOCLINUX are refused, but what the tool writes to a terminal reaches "
+        "the emulator unfiltered: escape sequences can set its title or, where it allows "
+        "OSC 52, the clipboard; give an untrusted tool a pipe, not the terminal",
+    ),
+    StandingLimit(
         "core helper",
         "core dumps are off (RLIMIT_CORE 0), but when the host's core_pattern is a pipe "
         "(apport, systemd-coredump) the kernel ignores that limit: a tool that crashes "
