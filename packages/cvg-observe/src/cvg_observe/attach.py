@@ -50,13 +50,25 @@ class Held:
     def __init__(self, prepared: Prepared, argv: list[str], stdout: int | None) -> None:
         go_r, self._go = os.pipe2(os.O_CLOEXEC)
         self._err, err_w = os.pipe2(os.O_CLOEXEC)
+        self._ready, ready_w = os.pipe2(os.O_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
-            _child(prepared, argv, stdout, go_r, err_w)
+            _child(prepared, argv, stdout, go_r, err_w, ready_w)
         os.close(go_r)
         os.close(err_w)
+        os.close(ready_w)
         self.status: int | None = None
         self._probed = 0.0
+
+    def confined(self) -> bool:
+        """Wait until it is confined and waiting: True; False when it ended first (a
+        confinement that failed: see :meth:`failure`). A tracer started before then
+        could find it gone and say so in its own words."""
+        try:
+            return os.read(self._ready, 1) == b"r"
+        finally:
+            os.close(self._ready)
+            self._ready = -1
 
     def attached_by(self, tracer: subprocess.Popen[bytes]) -> bool:
         """Wait until it is traced (by ``tracer``, or a strace that a wrapper script
@@ -138,10 +150,10 @@ class Held:
         """Its descriptors here; a process still held is ended first."""
         if self.holding:
             self.abandon()
-        for fd in (self._go, self._err):
+        for fd in (self._go, self._err, self._ready):
             if fd >= 0:
                 os.close(fd)
-        self._go = self._err = -1
+        self._go = self._err = self._ready = -1
 
 
 def _tracer_of(pid: int) -> int:
@@ -155,7 +167,9 @@ def _tracer_of(pid: int) -> int:
     return 0
 
 
-def _child(prepared: Prepared, argv: list[str], stdout: int | None, go: int, err: int) -> None:
+def _child(
+    prepared: Prepared, argv: list[str], stdout: int | None, go: int, err: int, ready: int
+) -> None:
     """Between fork and exec. Never returns; why the command did not start goes up
     ``err`` as ``STATUS message``."""
     try:
@@ -168,6 +182,8 @@ def _child(prepared: Prepared, argv: list[str], stdout: int | None, go: int, err
         if stdout is not None and stdout != 1:
             os.dup2(stdout, 1)
         prepared.apply()
+        os.write(ready, b"r")
+        os.close(ready)
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         child_exit(err, EXIT_NOT_STARTED, f"confinement failed: {e}")
     try:

@@ -48,7 +48,7 @@ from typing import IO, Any, BinaryIO, Final
 
 import orjson
 
-from cvg_kernel.plan import PlanError, Prepared, prepare
+from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, Prepared, prepare
 from cvg_trace import tool as _tool
 from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
 from cvg_trace.parse import TraceParser
@@ -603,6 +603,12 @@ class _Traced:
                 self.held = Held(prepared, command, stdout)
             finally:
                 prepared.close()  # the held process has its own copy of the ruleset
+            if not self.held.confined():
+                self.held.wait()
+                failure = self.held.failure()
+                self.held.close()
+                status, message = failure or (EXIT_NOT_STARTED, "confinement failed")
+                raise NotStarted(message, status)
         # The trace's pipe (see the module docstring): strace opens the write end through
         # this process's /proc entry, so no process inherits it.
         self.read_fd, self.write_fd = os.pipe2(os.O_CLOEXEC)
