@@ -25,3 +25,14 @@ def world_dir() -> Iterator[Path]:
     """A scratch directory any test identity can use (tmp_path is 0700 root)."""
     with shared_dir("cvg-test-", 0o777) as d:
         yield d
+
+
+@pytest.fixture
+def files(world_dir: Path) -> Path:
+    """``world_dir`` with a file the tests grant (granted.txt) and one they do not
+    (secret.txt), readable by every identity."""
+    (world_dir / "granted.txt").write_text("granted\n")
+    (world_dir / "secret.txt").write_text("secret\n")
+    for f in world_dir.iterdir():
+        f.chmod(0o644)
+    return world_dir

@@ -35,15 +35,6 @@ def landlock(*rules: dict) -> dict:
     return {"fs_rules": [*SYSTEM, *rules]}
 
 
-@pytest.fixture
-def files(world_dir: Path) -> Path:
-    (world_dir / "granted.txt").write_text("granted\n")
-    (world_dir / "secret.txt").write_text("secret\n")
-    for f in world_dir.iterdir():
-        f.chmod(0o644)
-    return world_dir
-
-
 def test_denies_read_outside_grants_and_allows_granted(files: Path, identity) -> None:
     plan = plan_file(
         files,

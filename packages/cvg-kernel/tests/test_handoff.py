@@ -22,15 +22,6 @@ SYSTEM = [{"path": "/usr", "access": ["read_file", "read_dir", "execute"]},
           {"path": "/etc/ld.so.cache", "access": ["read_file"]}]  # fmt: skip
 
 
-@pytest.fixture
-def files(world_dir: Path) -> Path:
-    (world_dir / "granted.txt").write_text("granted\n")
-    (world_dir / "secret.txt").write_text("secret\n")
-    for f in world_dir.iterdir():
-        f.chmod(0o644)
-    return world_dir
-
-
 def _plan(files: Path) -> dict:
     rules = [
         *SYSTEM,

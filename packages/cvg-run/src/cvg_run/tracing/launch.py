@@ -4,17 +4,16 @@ strace has to start the process it traces with ``--seccomp-bpf`` (the fast mode
 is not available when attaching), and confinement has to happen between fork and
 exec, so strace runs this small program rather than the tool itself::
 
-    strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan-fd M --var ... -- CMD
+    strace -f ... -- python -I -S -c BOOT PATHS --err-fd N --plan-fd M ... -- CMD
 
 It imports nothing but cvg_kernel and the standard library, and applies the plan
 cvg-run prepared (cvg_kernel.plan.adopt: the Landlock ruleset by inherited
-descriptor, the seccomp program assembled) exactly as the untraced supervisor's
-child does (rlimits, capabilities,
-no_new_privs, Landlock, seccomp, descriptors close-on-exec; with --notify-fd
-the seccomp filter reports its denials to the supervisor) and execs CMD. A
-failure goes up the error descriptor as ``STATUS message``, the same protocol as
-the untraced child, so cvg-run's exit status and messages do not change with
---trace.
+descriptor, the seccomp program assembled, the variables bound) exactly as the
+untraced supervisor's child does (rlimits, capabilities, no_new_privs, Landlock,
+seccomp, descriptors close-on-exec; with --notify-fd the seccomp filter reports
+its denials to the supervisor) and execs CMD. A failure goes up the error
+descriptor as ``STATUS message``, the same protocol as the untraced child, so
+cvg-run's exit status and messages do not change with --trace.
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ def main(argv: Sequence[str]) -> None:
     err_fd = -1
     try:
         plan_fd = -1
-        variables: dict[str, str] = {}
         close: list[int] = []
         notify: int | None = None
         i = 0
@@ -66,9 +64,6 @@ def main(argv: Sequence[str]) -> None:
                 err_fd = int(value)
             elif flag == "--plan-fd":
                 plan_fd = int(value)
-            elif flag == "--var":
-                name, _, bound = value.partition("=")
-                variables[name] = bound
             elif flag == "--close-fd":
                 close.append(int(value))
             elif flag == "--notify-fd":

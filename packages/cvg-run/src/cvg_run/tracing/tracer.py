@@ -236,8 +236,6 @@ class Tracer:
         argv += ["--plan-fd", str(self.plan_fd)]
         if self._theirs >= 0:
             argv += ["--notify-fd", str(self._theirs)]
-        for name, value in self.variables.items():
-            argv += ["--var", f"{name}={value}"]
         return [*argv, "--", *command]
 
     def start(self, trace_r: int) -> None:
