@@ -273,3 +273,27 @@ def test_os_view_kinds(tmp_path: Path) -> None:
         "missing",
     ]
     assert v.realpath(f"{h}/l") == f"{h}/f"
+
+
+def test_a_protected_entry_keeps_read_and_loses_every_right_to_change_it(tmp_path: Path) -> None:
+    root = tree(tmp_path, "proj/.git/config", "proj/.git/HEAD", "proj/src/a.py")
+    proj = f"{root}/proj"
+    result = apply_denies(
+        [Grant(proj, WRITE | {"execute"}, ("filesystem.write[0]",))],
+        [Deny(f"{proj}/.git/config", "protected[0]", mode="protect")],
+    )
+    got = rules(result)
+    assert got[f"{proj}/.git/config"] == {"read_file", "execute"}
+    assert got[f"{proj}/.git/HEAD"] == {"read_file", "write_file", "truncate", "execute"}
+    assert got[f"{proj}/src"] == WRITE | {"execute"}
+    assert result.effect["protected[0]"] == ["filesystem.write[0]"]
+
+
+def test_a_grant_on_a_protected_path_is_narrowed_not_removed(tmp_path: Path) -> None:
+    root = tree(tmp_path, "proj/.vscode/settings.json")
+    vscode = f"{root}/proj/.vscode"
+    result = apply_denies(
+        [Grant(vscode, WRITE, ("filesystem.write[0]",))],
+        [Deny(vscode, "protected[0]", mode="protect")],
+    )
+    assert rules(result) == {vscode: READ}

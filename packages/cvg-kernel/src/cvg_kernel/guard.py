@@ -46,7 +46,10 @@ from .seccomp import F_SETOWN, F_SETOWN_EX, SIGNAL_CALLS
 _NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
-__all__ = ["CONTINUE", "GUARDS", "SIGNAL_CALLS", "listen", "take_descriptor", "thread_group"]
+__all__ = [
+    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "listen",
+    "read_memory", "take_descriptor", "thread_group",
+]  # fmt: skip
 
 CONTINUE = -1
 """A guard's answer that lets the tool's own call go on (only where it is safe, above)."""
@@ -129,7 +132,7 @@ def _sockopt(fd: int, option: int) -> int:
     return value.value
 
 
-Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred"]
+Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed"]
 
 
 # ------------------------------------------------------------------------ signals
@@ -225,12 +228,20 @@ def _signal_group(members: list[int], sig: int) -> int | Deferred:
     return Deferred(0, send)
 
 
-def _read(tid: int, address: int, size: int) -> ctypes.Array[ctypes.c_char]:
+def read_memory(tid: int, address: int, size: int) -> bytes:
+    """``size`` bytes of thread ``tid``'s memory at ``address`` (fewer where the
+    mapping ends; OSError when none can be read). What a guard reads there may change
+    the moment after: a guard decides on these bytes and acts on them itself, never
+    lets the tool's call go on reading the same memory again."""
     fd = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        data = os.pread(fd, size, address)
+        return os.pread(fd, size, address)
     finally:
         os.close(fd)
+
+
+def _read(tid: int, address: int, size: int) -> ctypes.Array[ctypes.c_char]:
+    data = read_memory(tid, address, size)
     if len(data) != size:
         raise OSError(_errno.EFAULT, "short read of the caller's memory")
     return ctypes.create_string_buffer(data, size)
@@ -280,6 +291,23 @@ class Deferred:
     def __init__(self, err: int, after: Callable[[], object]) -> None:
         self.err = err
         self.after = after
+
+
+class Performed:
+    """A guard's answer for a call it performed that returns something: ``value`` (a
+    byte count, say), or, with ``install``, a descriptor of the supervisor's to be
+    placed in the caller's table; the call then returns the new number there
+    (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND: placing it and answering
+    are one step, so no other thread of the tool can see the number first).
+    ``cloexec`` sets close-on-exec on the caller's copy. The server closes
+    ``install`` once the call is answered, whatever happened."""
+
+    def __init__(
+        self, value: int = 0, *, install: int | None = None, cloexec: bool = False
+    ) -> None:
+        self.value = value
+        self.install = install
+        self.cloexec = cloexec
 
 
 def _pgid(pid: int) -> int:
@@ -473,4 +501,6 @@ GUARDS: dict[str, Guard] = {
     "ioctl": ioctl,
 }
 """Each supervised call's decision, by name: ``(tid, args, still_pending) -> errno``
-(0: performed; :data:`CONTINUE`: the tool's own call goes on)."""
+(0: performed; :data:`CONTINUE`: the tool's own call goes on; a :class:`Deferred` or
+a :class:`Performed`). Guards that need the plan (the ``paths`` and ``unix`` groups)
+are made from it by their modules and handed to :func:`cvg_kernel.notify.serve`."""

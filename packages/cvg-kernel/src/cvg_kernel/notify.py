@@ -58,7 +58,7 @@ import select
 import stat
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from . import libc, syscall_table
 from .bpf import (
@@ -73,7 +73,12 @@ from .bpf import (
     validate,
 )
 from .record import Record
-from .seccomp import AUDIT_ARCH
+from .seccomp import AUDIT_ARCH, GROUP_CALLS
+
+# The guards' types only for the type checker: importing guard costs plans without one.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .guard import Deferred, Guard, Performed
 
 # include/uapi/linux/seccomp.h
 SECCOMP_GET_NOTIF_SIZES = 3
@@ -131,6 +136,22 @@ SECCOMP_IOCTL_NOTIF_ID_VALID = _iow(2, ctypes.sizeof(ctypes.c_uint64))
 # Linux 6.6+: wake the caller on this CPU when answered, not through the scheduler.
 SECCOMP_IOCTL_NOTIF_SET_FLAGS = _iow(4, ctypes.sizeof(ctypes.c_uint64))
 SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP = 1
+
+
+class SeccompNotifAddfd(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("flags", ctypes.c_uint32),
+        ("srcfd", ctypes.c_uint32),
+        ("newfd", ctypes.c_uint32),
+        ("newfd_flags", ctypes.c_uint32),
+    ]
+
+
+# Linux 5.9 (ADDFD) and 5.14 (FLAG_SEND): place a descriptor in the caller's table and
+# answer the call with its number in one step.
+SECCOMP_IOCTL_NOTIF_ADDFD = _iow(3, ctypes.sizeof(SeccompNotifAddfd))
+SECCOMP_ADDFD_FLAG_SEND = 1 << 1
 
 # What /proc/self/fd/N reads for a listener: how a received descriptor is checked.
 LISTENER_LINK = "anon_inode:seccomp notify"
@@ -300,6 +321,7 @@ def serve(
     *,
     stop_fd: int | None = None,
     supervised: Sequence[str] = (),
+    guards: Mapping[str, Guard] | None = None,
 ) -> Served:
     """Answer every notification on ``listener_fd`` until no filtered process is left.
 
@@ -320,10 +342,12 @@ def serve(
 
     ``supervised`` names the calls the filter sends here to be decided and performed
     (:mod:`cvg_kernel.guard`); each is answered with what its guard did, and reported
-    to ``on_denial`` only when refused.
+    to ``on_denial`` only when refused. ``guards`` gives, by call name, the guards that
+    need the plan (made by the module of their group); they take the place of
+    :data:`cvg_kernel.guard.GUARDS`. A supervised call with no guard is refused (EPERM).
     """
     try:
-        return _serve(listener_fd, program, arch, on_denial, stop_fd, supervised)
+        return _serve(listener_fd, program, arch, on_denial, stop_fd, supervised, guards)
     finally:
         os.close(listener_fd)
 
@@ -335,18 +359,20 @@ def _serve(
     on_denial: Callable[[NotifiedCall], object],
     stop_fd: int | None,
     supervised: Sequence[str] = (),
+    given: Mapping[str, Guard] | None = None,
 ) -> Served:
     validate(program)
     # The notifying program starts with the listener check, whose 7th instruction
     # answers EBUSY; the plain program never does.
     if len(program) > 6 and tuple(program[6]) == (RET_K, 0, 0, ret_errno(_errno.EBUSY)):
         raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
-    from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred
+    from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred, Performed
 
     table = syscall_table.TABLES.get(arch, {})
-    names_of = {"signal": (*SIGNAL_CALLS, "fcntl", "ioctl")}
+    names_of = {"signal": (*SIGNAL_CALLS, "fcntl", "ioctl"), **GROUP_CALLS}
+    known = {**GUARDS, **(given or {})}
     guards = {
-        table[name]: GUARDS[name]
+        table[name]: known.get(name, _refuse)
         for group in supervised
         for name in names_of.get(group, (group,))
         if name in table
@@ -393,19 +419,13 @@ def _serve(
             guard = guards.get(notif.data.nr)
             after = None
             if guard is not None:
-                nid = ctypes.c_uint64(notif.id)
-
-                def pending(nid: ctypes.c_uint64 = nid) -> bool:
-                    valid = _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, ctypes.addressof(nid))
-                    return bool(valid == 0)
-
-                try:
-                    decided = guard(notif.pid, tuple(notif.data.args), pending)
-                except OSError as e:
-                    # The caller vanished or its memory could not be read: refuse
-                    # this call and keep serving, or every later supervised call
-                    # of the tool would end as ENOSYS.
-                    decided = e.errno or _errno.EPERM
+                decided = _decide(guard, listener_fd, notif)
+                if isinstance(decided, Performed):
+                    if _performed(listener_fd, notif.id, decided, resp_ptr, resp):
+                        answered += 1
+                    else:
+                        abandoned += 1
+                    continue
                 if isinstance(decided, Deferred):
                     err_answer, after = decided.err, decided.after
                 else:
@@ -449,6 +469,56 @@ def _serve(
             return Served(answered, abandoned, "hangup")
 
 
+def _decide(guard: Guard, listener_fd: int, notif: SeccompNotif) -> int | Deferred | Performed:
+    nid = ctypes.c_uint64(notif.id)
+
+    def pending() -> bool:
+        return bool(_ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, ctypes.addressof(nid)) == 0)
+
+    try:
+        return guard(notif.pid, tuple(notif.data.args), pending)
+    except OSError as e:
+        # The caller vanished or its memory could not be read: refuse this call and
+        # keep serving, or every later supervised call of the tool would end as ENOSYS.
+        return e.errno or _errno.EPERM
+
+
+def _refuse(tid: int, args: tuple[int, ...], still_pending: Callable[[], bool]) -> int:
+    # A group's call whose guard was not given: nothing decides it, so it fails.
+    return _errno.EPERM
+
+
+def _performed(listener_fd: int, nid: int, answer: Performed, resp_ptr: int,
+               resp: SeccompNotifResp) -> bool:  # fmt: skip
+    """Answer a performed call: place ``answer.install`` in the caller's table (the
+    call returns its number), or return ``answer.value``. False when the caller went
+    away before its answer. The supervisor's copy of the descriptor is closed."""
+    try:
+        if answer.install is not None:
+            addfd = SeccompNotifAddfd(
+                nid, SECCOMP_ADDFD_FLAG_SEND, answer.install, 0,
+                os.O_CLOEXEC if answer.cloexec else 0,
+            )  # fmt: skip
+            if _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ADDFD, ctypes.addressof(addfd)) >= 0:
+                return True
+            err = ctypes.get_errno()
+            if err == _errno.ENOENT:
+                return False
+            # EMFILE (the caller's RLIMIT_NOFILE) and the like: the call fails with it.
+            resp.id, resp.val, resp.error, resp.flags = nid, 0, -err, 0
+        else:
+            resp.id, resp.val, resp.error, resp.flags = nid, answer.value, 0, 0
+        if _ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, resp_ptr) < 0:
+            err = ctypes.get_errno()
+            if err == _errno.ENOENT:
+                return False
+            raise OSError(err, f"SECCOMP_IOCTL_NOTIF_SEND: {os.strerror(err)}")
+        return True
+    finally:
+        if answer.install is not None:
+            os.close(answer.install)
+
+
 def serve_handover(
     sock_fd: int,
     program: Sequence[Instruction],
@@ -457,6 +527,7 @@ def serve_handover(
     *,
     stop_fd: int | None = None,
     supervised: Sequence[str] = (),
+    guards: Mapping[str, Guard] | None = None,
 ) -> Served | None:
     """Receive the listener the launcher sends on ``sock_fd`` (closed here either way)
     and :func:`serve` it. None when no listener came: the launcher failed before
@@ -467,7 +538,9 @@ def serve_handover(
         return None
     finally:
         os.close(sock_fd)
-    return serve(listener, program, arch, on_denial, stop_fd=stop_fd, supervised=supervised)
+    return serve(
+        listener, program, arch, on_denial, stop_fd=stop_fd, supervised=supervised, guards=guards
+    )
 
 
 class Serving:
@@ -484,9 +557,11 @@ class Serving:
         arch: str,
         on_denial: Callable[[NotifiedCall], object],
         supervised: Sequence[str] = (),
+        guards: Mapping[str, Guard] | None = None,
     ) -> None:
         self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
         self._supervised = tuple(supervised)
+        self._guards = dict(guards or {})
         self._result: Served | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
@@ -512,6 +587,7 @@ class Serving:
                 on_denial,
                 stop_fd=self._stop_r,
                 supervised=self._supervised,
+                guards=self._guards,
             )
         except BaseException as e:  # noqa: BLE001 - re-raised by join(): a failure in reporting is never silent
             self._error = e

@@ -188,13 +188,30 @@ SPEC_KEYS = frozenset(
     }
 )
 
-SUPERVISED = ("listen", "signal")
+SUPERVISED = ("listen", "signal", "paths", "unix")
 """What ``supervise`` may name: calls the supervisor checks and performs itself
 (:mod:`cvg_kernel.guard`). ``listen``: refused on a TCP socket that was never bound
 (it would bind an ephemeral port out of Landlock's sight), performed otherwise.
 ``signal``: every way to signal another process (the kill family, and a file's SIGIO
 owner through fcntl and ioctl), allowed only inside the tool's own tree: what
-Landlock's signal scope does from ABI 6, for kernels below it."""
+Landlock's signal scope does from ABI 6, for kernels below it. ``paths``: the calls
+that name a path to open, create, remove or rename (:data:`PATH_CALLS`), for the
+directories Landlock cannot express (a denied entry inside a granted directory).
+``unix``: the calls that name a UNIX socket's address (:data:`UNIX_CALLS`), below the
+Landlock ABI that checks connect() to a pathname socket."""
+
+PATH_CALLS = (
+    "open", "openat", "openat2", "creat", "mkdir", "mkdirat", "mknod", "mknodat",
+    "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
+    "symlink", "symlinkat", "truncate",
+)  # fmt: skip
+"""The calls of the ``paths`` group (those an architecture lacks are left out)."""
+
+UNIX_CALLS = ("connect", "sendto", "sendmsg", "sendmmsg")
+"""The calls of the ``unix`` group."""
+
+GROUP_CALLS: Mapping[str, tuple[str, ...]] = {"paths": PATH_CALLS, "unix": UNIX_CALLS}
+"""The groups whose calls go to the supervisor whole, whatever their arguments."""
 
 SIGNAL_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
                 "pidfd_send_signal")  # fmt: skip
@@ -481,6 +498,12 @@ def _whole_calls(asm: Assembler, spec: _Spec) -> None:
         for call in SIGNAL_CALLS:
             if call in numbers and spec.filtered(call):
                 asm.jeq(numbers[call], "supervised", comment=f"{call}: the supervisor decides")
+    for group, calls in GROUP_CALLS.items():
+        if group in spec.supervised:
+            for call in calls:
+                if call in numbers and spec.filtered(call):
+                    why = f"{call}: the supervisor ({group})"
+                    asm.jeq(numbers[call], "supervised", comment=why)
 
 
 def _dispatch(asm: Assembler, spec: _Spec) -> list[str]:

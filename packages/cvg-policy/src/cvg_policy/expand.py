@@ -154,10 +154,15 @@ class Grant:
 
 @dataclass(frozen=True)
 class Deny:
-    """One ``filesystem.deny`` entry, resolved to a real path."""
+    """One entry kept out of the grants around it, resolved to a real path.
+
+    ``mode`` "deny" (a ``filesystem.deny`` entry, a secret): no right at all.
+    "protect" (a protected path, such as ``.git/config``): the grants' read and execute
+    rights stay and every right to change it goes."""
 
     path: str
     address: str
+    mode: Literal["deny", "protect"] = "deny"
 
 
 @dataclass
@@ -167,6 +172,11 @@ class DenyResult:
     findings: list[Finding] = field(default_factory=list)
     # Per deny address: the grants (addresses) it narrowed or removed; empty = no-op.
     effect: dict[str, list[str]] = field(default_factory=dict)
+
+
+# What a protected entry keeps of the grant around it: reading it, listing it and
+# running it; never writing, truncating, removing, creating or renaming beneath it.
+_KEPT_BY_PROTECT = frozenset({"read_file", "read_dir", "execute"})
 
 
 def _rights_for(kind: Kind, access: frozenset[str]) -> frozenset[str]:
@@ -185,6 +195,7 @@ def _expand_one(
     it) is covered."""
     out: list[Grant] = []
     address = grant.addresses[0]
+    protected = {d.path for d in denied if d.mode == "protect"}
 
     def walk(directory: str, below: list[str]) -> None:
         try:
@@ -199,6 +210,10 @@ def _expand_one(
             child = posixpath.join(directory, name)
             toward = [d for d in below if inside(d, child)]
             if child in toward:
+                if child in protected:
+                    kept = _rights_for(view.kind(child), grant.access & _KEPT_BY_PROTECT)
+                    if kept:
+                        out.append(Grant(child, kept, grant.addresses))
                 continue  # the denied path itself: no rule
             try:
                 kind = view.kind(child)
@@ -250,10 +265,12 @@ def apply_denies(
 ) -> DenyResult:
     """Narrow ``grants`` around ``denies``.
 
-    - a grant equal to or inside a denied path is removed;
+    - a grant equal to or inside a denied path is removed; one equal to or inside a
+      protected path keeps only the rights to read, list and execute;
     - a directory grant with denied paths strictly inside is replaced by rules on each
       of its children except those toward a denied path, recursively down to each
-      denied path's parent (symlink children get no rule, see ``_expand_one``);
+      denied path's parent (symlink children get no rule, see ``_expand_one``); a
+      protected path among them gets a rule with only those rights;
     - a deny that is inside no grant changes nothing and is reported as a warning;
     - late-bound grants (``${SCRATCH}``) are kept as they are: they cannot be listed.
 
@@ -273,7 +290,16 @@ def apply_denies(
             result.grants.append(grant)
             total += 1
             continue
-        covering = [d for d in deny_list if inside(grant.path, d.path)]
+        narrowing = [d for d in deny_list if d.mode == "protect" and inside(grant.path, d.path)]
+        if narrowing:
+            # A grant on or beneath a protected path keeps only what protect keeps.
+            for d in narrowing:
+                result.effect[d.address].extend(grant.addresses)
+            kept = _rights_for(view.kind(grant.path), grant.access & _KEPT_BY_PROTECT)
+            if not kept:
+                continue
+            grant = Grant(grant.path, kept, grant.addresses, grant.late_bound)
+        covering = [d for d in deny_list if d.mode == "deny" and inside(grant.path, d.path)]
         if covering:
             for d in covering:
                 result.effect[d.address].extend(grant.addresses)

@@ -15,6 +15,7 @@ import os
 # typing only for the type checker: importing it costs every cold start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -28,7 +29,7 @@ class Guarding:
     """The supervisor's end: ``theirs`` goes to ``prepare``; ``start()`` after the fork,
     ``stop()`` once the tool's processes are gone (later calls then get ENOSYS)."""
 
-    def __init__(self, plan: dict[str, Any]) -> None:
+    def __init__(self, plan: dict[str, Any], guards: Mapping[str, Any] | None = None) -> None:
         import _socket  # not socket: ten milliseconds to import; the thread imports it later
 
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -36,6 +37,8 @@ class Guarding:
         os.set_inheritable(self.theirs, True)
         self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
         self.calls = supervised(plan)
+        # The guards made from the plan, by call name (cvg_kernel.notify.serve's guards).
+        self.guards = dict(guards or {})
         # The plain program and its arch, from the prepared filter (set before start).
         self.program: tuple[Any, ...] = ()
         self.arch = ""
@@ -64,6 +67,7 @@ class Guarding:
                 self.refused.append,
                 stop_fd=self._stop_r,
                 supervised=self.calls,
+                guards=self.guards,
             )
         except Exception as e:  # noqa: BLE001 - reported in the record; the tool's calls fail meanwhile
             self.error = f"{type(e).__name__}: {e}"

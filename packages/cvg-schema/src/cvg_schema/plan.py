@@ -313,15 +313,18 @@ class Seccomp(CvgModel):
             "binds an ephemeral port without calling bind(), out of Landlock's sight."
         ),
     )
-    supervise: list[Literal["listen", "signal"]] = Field(
+    supervise: list[Literal["listen", "signal", "paths", "unix"]] = Field(
         default_factory=list,
         description=(
             "Calls the supervisor decides and performs itself through seccomp user "
             "notification (cvg_kernel.guard), never letting the tool's own call go on. "
             "`listen`: refused (EACCES) on a TCP socket that was never bound, performed "
             "otherwise. `signal` (below Landlock ABI 6): the kill family and SIGIO owners, "
-            "allowed only inside the tool's own tree. A plan with any needs a supervisor "
-            "that serves the listener."
+            "allowed only inside the tool's own tree. `paths`: the calls that open, "
+            "create, remove or rename by path, for directories that hold a denied or "
+            "protected entry. `unix`: the calls that name a UNIX socket address, below "
+            "the Landlock ABI that checks them. A plan with any needs a supervisor that "
+            "serves the listener."
         ),
     )
     allow: list[SyscallName] | None = Field(
