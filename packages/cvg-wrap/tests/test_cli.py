@@ -136,8 +136,10 @@ def test_a_symlinked_config_stays_a_link_and_keeps_its_mode(home: Home) -> None:
 
 @pytest.mark.parametrize(
     ("text", "says"),
-    [("{\"mcpServers\": {\n", "not valid JSON (line 2"),
-     ("// a comment\n{}\n", "not valid JSON (line 1, column 1"),
+    [("{\"mcpServers\": {\n", "not valid JSON or JSONC (line 2"),
+     ("/* unterminated\n{}\n", "not valid JSON or JSONC (line 1, column 1"),
+     ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}}} junk\n", "line 1, column 41"),
+     ("// a comment, and no servers\n{}\n", "no MCP servers"),
      ("[]\n", "not a JSON object"),
      ("{\"mcpServers\": {}}\n", "no MCP servers"),
      ("{\"servers\": []}\n", "no MCP servers"),
@@ -249,3 +251,41 @@ def test_a_config_changed_while_working_is_not_overwritten(home: Home) -> None:
     with pytest.raises(ConfigError, match="changed while cvg-wrap worked on it"):
         write(cfg, "{}\n")
     assert "notes2" in path.read_text()
+
+
+JSONC_CONFIG = """{
+  // Cursor reads comments and trailing commas
+  "mcpServers": {
+    "inline": {"command": "/bin/cat", "args": ["-"], "env": {"A": "1"},},
+    "spread": {
+      "command": "/bin/true",
+    },
+  },
+}
+"""
+
+
+def test_jsonc_learn_keeps_comments_and_restore_is_byte_identical(home: Home) -> None:
+    config = home.project / "mcp.json"
+    config.write_text(JSONC_CONFIG)
+    done = home.wrap("learn", str(config))
+    assert done.returncode == 0, done.stderr
+    learned = config.read_text()
+    assert "// Cursor reads comments and trailing commas" in learned
+    assert '"env": {"A": "1"},},' in learned  # the rest of the line as it was
+    inline = next(line for line in learned.splitlines() if '"inline"' in line)
+    assert '"args": [' in inline and inline.endswith("},},")  # still one line
+    done = home.wrap("restore", str(config))
+    assert done.returncode == 0, done.stderr
+    assert config.read_text() == JSONC_CONFIG
+
+
+def test_restore_of_a_config_never_wrapped_touches_nothing(home: Home) -> None:
+    config = write_config(home, "vscode")
+    os.utime(config, (1_000_000_000, 1_000_000_000))
+    before = (config.read_bytes(), config.stat().st_mtime_ns)
+    done = home.wrap("restore", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "nothing to restore" in done.stderr and done.stdout == ""
+    assert (config.read_bytes(), config.stat().st_mtime_ns) == before
+    assert not home.state.exists() or not any(home.state.rglob(".wrap.json"))

@@ -15,7 +15,7 @@ from cvg_run.policy_lookup import user_policies
 from cvg_schema import write_atomic
 from cvg_schema.console import Exit, console, invoke
 
-from . import __version__, wrapping
+from . import __version__, jsonc, wrapping
 from . import state as st
 from .config import ClientConfig, ConfigError, load, write
 from .status import server_rows
@@ -40,7 +40,7 @@ Examples:
 \b
 Exit status:
   0  done (or nothing to do)
-  1  the config is refused (cannot be read, not JSON, no MCP servers; one line
+  1  the config is refused (cannot be read, not JSON or JSONC, no MCP servers; one line
      naming the file), it changed while cvg-wrap worked, a policy could not be
      made for a server (the others are still enforced), or the question was
      answered no
@@ -53,8 +53,10 @@ def cli() -> None:
 
     CONFIG is the client's own file: Claude Desktop's claude_desktop_config.json,
     Claude Code's or Cursor's .mcp.json (servers under "mcpServers"), or VS Code's
-    mcp.json (under "servers"). Only each server's command and args change; every
-    other key, the key order and the indentation stay. Servers the client reaches by
+    mcp.json (under "servers"), in JSON or JSONC (comments, trailing commas). Only
+    each server's command and args change, in the text: every other byte stays
+    (keys, order, layout, comments), and restore puts an entry back byte for byte
+    while nobody else has edited it. Servers the client reaches by
     URL are left alone. What cvg-wrap remembers of a config (the original command
     lines, a backup of the file, each server's observations) is under
     $XDG_STATE_HOME/cvg/wrap/<config-id>/. Changes are printed as unified diffs on
@@ -78,9 +80,17 @@ def _say(lines: list[str]) -> None:
 
 
 def _config_text(config: ClientConfig, plan: wrapping.Plan) -> str:
-    data = dict(config.data)
-    data[config.key] = plan.servers
-    return config.render(data)
+    """The config's text with the plan's edits made, each changed server's new entry
+    text kept in the state (what restore recognises as still cvg-wrap's)."""
+    text = config.edited(plan.edits)
+    if text != config.text:
+        _, spans = jsonc.parse(text)
+        for name in plan.changed:
+            record = plan.state.servers.get(name)
+            if record is not None:
+                start, end = spans.values[(config.key, name)]
+                record.wrapped_text = text[start:end]
+    return text
 
 
 def _write(config: ClientConfig, plan: wrapping.Plan, text: str) -> None:
@@ -186,7 +196,8 @@ def restore(config: str) -> None:
     text = _config_text(cfg, plan)
     if text != cfg.text:
         click.echo(_diff(cfg.path, cfg.text, text), nl=False)
-    _write(cfg, plan, text)
+    if plan.changed or plan.forgotten:
+        _write(cfg, plan, text)  # nothing of cvg-wrap's: neither file is touched
     _say([f"restored: {', '.join(plan.changed)}" if plan.changed else "nothing to restore"])
 
 

@@ -6,9 +6,10 @@ Claude Code's or Cursor's ``.mcp.json`` keep servers under ``mcpServers``; VS Co
 process has a ``command`` (and usually ``args``); one it reaches over HTTP has a
 ``url`` or a ``type`` other than ``stdio`` and is not ours to confine.
 
-Only ``command`` and ``args`` of a server are ever changed. Everything else (``env``,
-``cwd``, ``inputs``, a client's own keys) stays as it was, in its order, and the file
-is written back with the indentation it had.
+Only ``command`` and ``args`` of a server are ever changed, in the text itself:
+every other byte (``env``, ``cwd``, ``inputs``, a client's own keys, comments, trailing
+commas, the layout of an array) stays as it was. VS Code and Cursor read their files
+as JSONC (comments and trailing commas), and so does cvg-wrap (:mod:`cvg_wrap.jsonc`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvg_schema import write_atomic
+
+from . import jsonc
 
 SERVER_KEYS = ("mcpServers", "servers")
 
@@ -36,17 +39,79 @@ class ClientConfig:
     data: dict[str, Any]
     key: str  # where the servers are: mcpServers or servers
     indent: int | str | None
-    newline_at_end: bool
+    spans: jsonc.Spans
 
     @property
     def servers(self) -> dict[str, Any]:
         servers: dict[str, Any] = self.data[self.key]
         return servers
 
-    def render(self, data: dict[str, Any]) -> str:
-        """``data`` as this file's text would hold it."""
-        text = json.dumps(data, indent=self.indent, ensure_ascii=False)
-        return text + "\n" if self.newline_at_end else text
+    def entry_text(self, name: str) -> str:
+        """The text of server ``name``'s entry, as it is in the file."""
+        start, end = self.spans.values[(self.key, name)]
+        return self.text[start:end]
+
+    def edited(self, changes: dict[str, Change]) -> str:
+        """The file's text with each named server changed as said, nothing else."""
+        edits: list[tuple[int, int, str]] = []
+        for name, change in changes.items():
+            edits += self._edits(name, change)
+        text = self.text
+        for start, end, new in sorted(edits, reverse=True):
+            text = text[:start] + new + text[end:]
+        return text
+
+    def _edits(self, name: str, change: Change) -> list[tuple[int, int, str]]:
+        at, text, values = (self.key, name), self.text, self.spans.values
+        start, end = values[at]
+        if change.entry_text is not None:
+            return [(start, end, change.entry_text)]
+        argv = change.argv
+        command = values[(*at, "command")]
+        edits = [(command[0], command[1], json.dumps(argv[0], ensure_ascii=False))]
+        keep_args = change.had_args or len(argv) > 1
+        args = values.get((*at, "args"))
+        one_line = "\n" not in text[start:end]
+        member_indent = jsonc.line_indent(text, self.spans.keys[(*at, "command")])
+        if args is not None and keep_args:
+            old = text[args[0] : args[1]]
+            first = values.get((*at, "args", 0))
+            inner = jsonc.line_indent(text, first[0]) if first else member_indent + self._step()
+            rendered = jsonc.render_list(argv[1:], inline="\n" not in old, inner=inner,
+                                         outer=jsonc.line_indent(text, args[0]))  # fmt: skip
+            edits.append((args[0], args[1], rendered))
+        elif args is not None:
+            key = self.spans.keys[(*at, "args")]
+            comma = text.rfind(",", start, key)
+            if comma >= 0:
+                edits.append((comma, args[1], ""))
+            else:  # the first member: take the comma after it instead
+                after = text.find(",", args[1], end)
+                cut = after + 1 if after >= 0 else args[1]
+                while cut < end and text[cut] in " \t\r\n":
+                    cut += 1
+                edits.append((key, cut, ""))
+        elif keep_args:
+            inner = member_indent + self._step()
+            rendered = jsonc.render_list(argv[1:], inline=one_line, inner=inner,
+                                         outer=member_indent)  # fmt: skip
+            gap = " " if one_line else "\n" + member_indent
+            edits.append((command[1], command[1], f',{gap}"args": {rendered}'))
+        return edits
+
+    def _step(self) -> str:
+        return self.indent if isinstance(self.indent, str) else " " * (self.indent or 2)
+
+
+@dataclass
+class Change:
+    """What becomes of one server's entry: a new command line (``had_args``: whether
+    it keeps an ``args`` member when there are no arguments), or, with ``entry_text``,
+    the whole entry's text put back as it was."""
+
+    argv: list[str]
+    had_args: bool = True
+    entry_text: str | None = None
 
 
 def load(path: str) -> ClientConfig:
@@ -59,18 +124,17 @@ def load(path: str) -> ClientConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data, spans = jsonc.parse(text)
+    except jsonc.JsoncError as e:
         raise ConfigError(
-            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}; "
-            "comments are not supported)"
+            f"{path}: not valid JSON or JSONC (line {e.line}, column {e.column}: {e.message})"
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a JSON object")
     key = next((k for k in SERVER_KEYS if isinstance(data.get(k), dict) and data[k]), None)
     if key is None:
         raise ConfigError(f"{path}: no MCP servers (no non-empty mcpServers or servers object)")
-    return ClientConfig(path, real, text, data, key, _indent(text), text.endswith("\n"))
+    return ClientConfig(path, real, text, data, key, _indent(text), spans)
 
 
 _FIRST_INDENT = re.compile(r"[{\[]\s*?\n([ \t]+)\S")

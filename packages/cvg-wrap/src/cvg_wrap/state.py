@@ -63,6 +63,10 @@ class Server:
     policy: str | None = None
     rules: int | None = None
     traced: bool = False
+    # The entry's text before cvg-wrap's first change, and as cvg-wrap last wrote it:
+    # restore puts the first back byte for byte while the entry is still the second.
+    original_text: str | None = None
+    wrapped_text: str | None = None
 
 
 @dataclass

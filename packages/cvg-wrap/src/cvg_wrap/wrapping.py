@@ -15,7 +15,7 @@ from typing import Any
 
 from . import state as st
 from . import tools
-from .config import ClientConfig, argv_of, is_process, with_argv
+from .config import Change, ClientConfig, argv_of, is_process, with_argv
 
 OURS = (tools.OBSERVE, tools.RUN)
 
@@ -28,6 +28,8 @@ class Plan:
     errors: list[str] = field(default_factory=list)
     policies: dict[str, str] = field(default_factory=dict)  # path -> YAML
     changed: list[str] = field(default_factory=list)  # server names
+    edits: dict[str, Change] = field(default_factory=dict)  # what becomes of each entry
+    forgotten: list[str] = field(default_factory=list)  # left the state, text unchanged
 
     def note(self, name: str, text: str) -> None:
         self.notes.append(f"{name}: {text}")
@@ -77,8 +79,11 @@ def learn(config: ClientConfig, state: st.State, only: list[str]) -> Plan:
         out_dir = state.observations_dir(name)
         wrapped = [observe, "--out-dir", out_dir, "--", *original]
         plan.servers[name] = with_argv(entry, wrapped)
-        plan.state.servers[name] = st.Server(original, had_args, wrapped, st.LEARNING, st.now(),
-                                             record.policy if record else None)  # fmt: skip
+        plan.state.servers[name] = st.Server(
+            original, had_args, wrapped, st.LEARNING, st.now(), record.policy if record else None,
+            original_text=record.original_text if record else config.entry_text(name),
+        )  # fmt: skip
+        plan.edits[name] = Change(wrapped)
         plan.changed.append(name)
     return plan
 
@@ -120,7 +125,9 @@ def enforce(
         wrapped = [tools.find(tools.RUN), *flags, "-p", path, "--", *record.original]
         plan.servers[name] = with_argv(entry, wrapped)
         plan.state.servers[name] = st.Server(record.original, record.had_args, wrapped,
-                                             st.ENFORCED, st.now(), path, rules, trace)  # fmt: skip
+                                             st.ENFORCED, st.now(), path, rules, trace,
+                                             original_text=record.original_text)  # fmt: skip
+        plan.edits[name] = Change(wrapped)
         plan.note(name, f"{len(observations)} observations, {rules} rules")
         plan.changed.append(name)
     return plan
@@ -133,12 +140,20 @@ def restore(config: ClientConfig, state: st.State) -> Plan:
         if entry is None:
             plan.note(name, "no longer in the config; forgotten")
             del plan.state.servers[name]
+            plan.forgotten.append(name)
         elif argv_of(entry) == record.original:
             del plan.state.servers[name]
+            plan.forgotten.append(name)
         elif not _ours(entry, record):
             plan.note(name, "changed since cvg-wrap rewrote it; left as it is")
         else:
             plan.servers[name] = with_argv(entry, record.original, record.had_args)
             del plan.state.servers[name]
+            # Untouched since cvg-wrap wrote it: the entry goes back byte for byte.
+            untouched = record.wrapped_text is not None and (
+                config.entry_text(name) == record.wrapped_text
+            )
+            plan.edits[name] = Change(record.original, record.had_args,
+                                      record.original_text if untouched else None)  # fmt: skip
             plan.changed.append(name)
     return plan
