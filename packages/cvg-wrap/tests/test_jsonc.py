@@ -89,3 +89,22 @@ def test_an_edit_changes_the_command_line_and_nothing_else(tmp_path: Path) -> No
          "time": Change(["uvx"], had_args=False)}
     )  # fmt: skip
     assert again == VSCODE
+
+
+def test_the_configs_env_is_passed_not_set() -> None:
+    from cvg_wrap.tools import pass_config_env
+
+    why = [{"event_id": "e1", "summary": "the tool was started with MEMORY_FILE_PATH set"}]
+    policy = {
+        "environment": {"set": {"MEMORY_FILE_PATH": "${CWD}/mem.jsonl", "TMPDIR": "${SCRATCH}",
+                                "LANG": "C"}, "pass": ["API_KEY"]},
+        "reasons": {"environment.set.MEMORY_FILE_PATH": why, "environment.pass[0]": why},
+    }  # fmt: skip
+    notes = pass_config_env(policy, ["MEMORY_FILE_PATH", "TMPDIR", "API_KEY", "NEW"])
+    assert policy["environment"] == {
+        "set": {"TMPDIR": "${SCRATCH}", "LANG": "C"},
+        "pass": ["API_KEY", "MEMORY_FILE_PATH", "NEW"],
+    }
+    assert policy["reasons"] == {"environment.pass[0]": why, "environment.pass[1]": why}
+    assert notes == ["env TMPDIR: the config sets it; the policy sets it to ${SCRATCH} "
+                     "(the sandbox's own)"]  # fmt: skip

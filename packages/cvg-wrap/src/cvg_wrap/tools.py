@@ -43,26 +43,52 @@ def _failure(name: str, done: subprocess.CompletedProcess[str]) -> ToolFailed:
     return ToolFailed(f"{name} exited {done.returncode}: {first}")
 
 
+# Variables the box itself decides, whatever the client's config says: the scratch
+# directory is the only temporary directory a confined server may write.
+BOX_OWNED = frozenset({"TMPDIR"})
+
+
 def learned_policy(observations: list[str], env: list[str]) -> tuple[str, int, list[str]]:
     """The policy for what the observations saw (cvg-generate, which gives a server
     that waited on its client no wall clock; then the ``env`` names the client sets for
-    the server passed, unless the policy sets them; then cvg-validate): its YAML, its
-    number of grants, and cvg-validate's warnings."""
+    the server passed; then cvg-validate): its YAML, its number of grants, and the
+    notes to show (cvg-validate's warnings, and each config variable the policy sets
+    to a value of its own)."""
     generated = _run([find(GENERATE), "-q", *observations])
     if generated.returncode != 0:
         raise _failure(GENERATE, generated)
     policy: dict[str, Any] = json.loads(generated.stdout)
-    # cvg-observe sees the variables a session was started with, but only those the
-    # sessions had; the config's are the server's whatever it did while learning.
-    environment = policy.setdefault("environment", {})
-    passed = environment.setdefault("pass", [])
-    written = environment.get("set") or {}
-    passed += [name for name in env if name not in passed and name not in written]
+    notes = pass_config_env(policy, env)
     validated = _run([find(VALIDATE), "-"], stdin=json.dumps(policy))
     if validated.returncode != 0:
         raise _failure(VALIDATE, validated)
-    warnings = [ln for ln in validated.stderr.splitlines() if ln.strip()]
-    return validated.stdout, grants(policy), warnings
+    notes += [ln for ln in validated.stderr.splitlines() if ln.strip()]
+    return validated.stdout, grants(policy), notes
+
+
+def pass_config_env(policy: dict[str, Any], env: list[str]) -> list[str]:
+    """Make each name of the config's ``env`` passed from the client, not set: the
+    client gives the server its value at every start, and a value the sessions happened
+    to have (or a path seen from the client's working directory) must not replace it.
+    cvg-observe saw only the sessions' variables; the config's are the server's whatever
+    it did while learning. The names the box owns stay set; each is returned as a note."""
+    environment = policy.setdefault("environment", {})
+    passed: list[str] = environment.setdefault("pass", [])
+    written: dict[str, str] = environment.setdefault("set", {})
+    reasons: dict[str, Any] = policy.setdefault("reasons", {})
+    notes = []
+    for name in env:
+        if name in written and name in BOX_OWNED:
+            notes.append(f"env {name}: the config sets it; the policy sets it to "
+                         f"{written[name]} (the sandbox's own)")  # fmt: skip
+            continue
+        why = reasons.pop(f"environment.set.{name}", None)
+        written.pop(name, None)
+        if name not in passed:
+            passed.append(name)
+            if why:
+                reasons[f"environment.pass[{len(passed) - 1}]"] = why
+    return notes
 
 
 def grants(policy: dict[str, Any]) -> int:
