@@ -363,3 +363,24 @@ def test_never_grant_from_an_import_is_honoured(mark: str) -> None:
     )
     assert p.filesystem.read == ["/srv/data/kept.txt"]
     assert p.network.tcp_connect == [] and p.network.tcp_bind == []
+
+
+def test_no_cwd_writes_no_path_relative_to_the_working_directory() -> None:
+    # A client started the server in the home: what it read there is the home's, and
+    # the same server started from / must still find it.
+    events = (
+        {"op": "read", "path": f"{HOME}/mcp/notes/server.py"},
+        {"op": "create", "path": f"{HOME}/Documents/memory.jsonl"},
+        {"op": "read", "path": "/srv/repo/README"},
+    )
+    home_cwd = {"cwd": HOME}
+    learned = gen(obs(*events, **home_cwd), cwd=False)
+    paths = [*learned.filesystem.read, *learned.filesystem.write]
+    assert not any("${CWD}" in p for p in paths), paths
+    assert "${HOME}/mcp/notes/server.py" in learned.filesystem.read
+    assert any(w.startswith("${HOME}/Documents") for w in learned.filesystem.write)
+    assert "/srv/repo/README" in learned.filesystem.read
+    every_rule_has_reasons(learned)
+    # By default the working directory is the tool's: the same events name ${CWD}.
+    default = gen(obs(*events, cwd="/srv/repo"))
+    assert any(p.startswith("${CWD}") for p in default.filesystem.read + default.filesystem.write)

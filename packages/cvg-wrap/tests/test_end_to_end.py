@@ -59,11 +59,15 @@ def test_learn_enforce_restore_with_a_real_client(home: Home, fmt: str) -> None:
     done = home.wrap("enforce", str(config))
     assert done.returncode == 2 and "not a terminal" in done.stderr
     assert config.read_text() == learned_text
-    done = home.wrap("enforce", "--yes", str(config))
+    done = home.wrap("enforce", "--yes", "--diff", str(config))
     assert done.returncode == 0, done.stderr
     policy = home.policies / "notes.yaml"
     assert f"--- /dev/null\n+++ {policy}\n" in done.stdout
     assert f"--- {config}\n+++ {config}\n" in done.stdout
+    # The summary: the policy's path and its rules by kind, without the diffs' bulk.
+    assert f"cvg-wrap: notes: 1 observations -> {policy}" in done.stderr
+    assert "cvg-wrap:   rules: read " in done.stderr
+    assert len(done.stderr.splitlines()) <= 10, done.stderr
     # A server lives as long as its client: no wall clock (it waited on its stdin).
     assert "wall_clock_seconds: null" in policy.read_text()
     enforced = entry(config)

@@ -117,6 +117,15 @@ Exit status:
     "more likely refused).",
 )
 @click.option(
+    "--cwd/--no-cwd",
+    "cwd",
+    default=True,
+    show_default=True,
+    help="Write paths beneath the working directory as ${CWD}. --no-cwd for a tool "
+    "whose working directory means nothing (an MCP server a client starts wherever it "
+    "is): every path is absolute or beneath ${HOME}, and no workspace rule is made.",
+)
+@click.option(
     "--syscalls",
     "syscalls",
     type=click.Choice(["denylist", "allowlist"]),
@@ -153,6 +162,7 @@ def cli(
     quiet: bool,
     verify: bool,
     syscalls: str,
+    cwd: bool,
 ) -> int:
     """Write the smallest cvg policy that lets a tool do what it was observed doing.
 
@@ -184,6 +194,7 @@ def cli(
             headroom=headroom,
             workspace=workspace,
             syscalls=syscalls,
+            cwd=cwd,
         )
         del loaded
     if not quiet:

@@ -203,6 +203,7 @@ class _Builder:
         headroom: float,
         workspace: bool = True,
         syscalls: str = "denylist",
+        cwd: bool = True,
     ) -> None:
         if syscalls not in SYSCALL_MODES:
             raise ValueError(f"syscalls mode {syscalls!r}: expected one of {SYSCALL_MODES}")
@@ -212,7 +213,8 @@ class _Builder:
         self.runtimes: dict[str, tuple[Event, str | None]] = {}
         self.first: tuple[Event, str | None] | None = None
         self.grant_denied = grant_denied
-        self.workspace = workspace
+        self.workspace = workspace and cwd
+        self.cwd = cwd
         self.headroom = headroom
         self.fs: dict[str, dict[str, _Rule]] = {"read": {}, "write": {}, "execute": {}}
         self.deny: dict[str, _Rule] = {}
@@ -278,7 +280,7 @@ class _Builder:
     def add(self, src: Source) -> None:
         obs = src.obs
         name = src.name
-        ctx = PathContext(obs)
+        ctx = PathContext(obs, cwd=self.cwd)
         ctx.learn(e.path for e in obs.events if e.path and e.result == "ok")
         for e in obs.events:
             if e.op == "create" and e.result == "ok" and e.path and e.syscall.startswith("mkdir"):
@@ -288,7 +290,7 @@ class _Builder:
             and not is_broad(ctx.to_policy(obs.cwd))
             and not (obs.home and posixpath.normpath(obs.cwd) == posixpath.normpath(obs.home))
         )
-        if obs.cwd is not None and not cwd_var_ok and self.workspace:
+        if obs.cwd is not None and not cwd_var_ok and self.workspace and self.cwd:
             self.note(
                 f"the working directory {obs.cwd} is a broad directory: its files are "
                 "granted one by one instead of as a workspace"
@@ -1186,14 +1188,18 @@ def generate(
     headroom: float = DEFAULT_HEADROOM,
     workspace: bool = True,
     syscalls: str = "denylist",
+    cwd: bool = True,
 ) -> Generated:
     """The smallest policy for these observations (their union), every rule with reasons.
 
     ``workspace`` false grants the working directory's paths one by one like any other
     (smaller; another input with other names there is then more likely refused).
+    ``cwd`` false: the working directory means nothing to the tool (a server its client
+    starts wherever the client happens to be), so no path is written as ``${CWD}``:
+    each is absolute, or beneath ``${HOME}``; no workspace rule either.
     ``syscalls="allowlist"`` writes ``syscalls.mode: allowlist`` with the calls every
     observation made, each observed runtime's measured baseline and :data:`ALWAYS`."""
-    b = _Builder(grant_denied, headroom, workspace, syscalls)
+    b = _Builder(grant_denied, headroom, workspace, syscalls, cwd)
     for src in sources:
         b.add(src)
     return b.build()

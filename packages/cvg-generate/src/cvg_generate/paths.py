@@ -125,11 +125,11 @@ def is_broad(path: str) -> bool:
 class PathContext:
     """How one observation's paths become policy paths."""
 
-    def __init__(self, obs: Observation) -> None:
+    def __init__(self, obs: Observation, *, cwd: bool = True) -> None:
         roots: list[tuple[str, str]] = []
         for scratch in obs.scratch:
             roots.extend(_both(scratch, "${SCRATCH}"))
-        if obs.cwd:
+        if obs.cwd and cwd:
             roots.extend(_both(obs.cwd, "${CWD}"))
         if obs.home and obs.home != "/":
             roots.extend(_both(obs.home, "${HOME}"))

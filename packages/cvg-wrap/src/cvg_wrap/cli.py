@@ -133,11 +133,12 @@ def learn(config: str, servers: tuple[str, ...]) -> None:
     epilog="""\b
 For each learning server with at least one observation: cvg-generate over all of
 them (a server that waited on its client gets no wall clock), the names of the
-entry's "env" added to environment.pass, checked by cvg-validate, written to
-POLICIES/<server>.yaml; the server then starts under cvg-run --trace -p POLICY --
-<its command>. A server
-with no observation yet is left learning, and says so. Every change is shown as a
-unified diff first; on a terminal you are asked to confirm.
+entry's "env" passed from the client (environment.pass), checked by cvg-validate,
+written to POLICIES/<server>.yaml; the server then starts under cvg-run --trace -p
+POLICY -- <its command>. A server with no observation yet is left learning, and says
+so. A summary comes first, on stderr: per server, its policy's path, its rules by kind
+and every warning; --diff also prints each policy and the config change as unified
+diffs on stdout. On a terminal you are asked to confirm.
 Default POLICIES: $XDG_CONFIG_HOME/cvg/policies (~/.config/cvg/policies), where
 cvg-run -p NAME finds a policy by name.
 """,
@@ -151,9 +152,13 @@ cvg-run -p NAME finds a policy by name.
               help="Run the servers with cvg-run --trace, so each refusal is in the run "
               "record (and counted by status); needs strace.")  # fmt: skip
 @click.option("--yes", "-y", is_flag=True, help="Do not ask; write the changes.")
+@click.option("--diff", "full", is_flag=True,
+              help="Print the full unified diffs (each policy and the config) on stdout, "
+              "not only the summary.")  # fmt: skip
 def enforce(
-    config: str, servers: tuple[str, ...], policies: str | None, trace: bool, yes: bool
-) -> None:
+    config: str, servers: tuple[str, ...], policies: str | None, trace: bool, yes: bool,
+    full: bool,
+) -> None:  # fmt: skip
     """Write each learning server's policy and start it under cvg-run."""
     if not yes and not sys.stdin.isatty():
         raise click.UsageError("stdin is not a terminal: give --yes to write the changes")
@@ -161,11 +166,17 @@ def enforce(
     plan = wrapping.enforce(cfg, st.load(cfg.real), list(servers),
                             policies or user_policies(), trace)  # fmt: skip
     text = _config_text(cfg, plan)
-    for path, policy in plan.policies.items():
-        before = _read(path)
-        click.echo(_diff(path, before or "", policy, new=before is None), nl=False)
-    if plan.changed:
-        click.echo(_diff(cfg.path, cfg.text, text), nl=False)
+    if full:
+        for path, policy in plan.policies.items():
+            before = _read(path)
+            click.echo(_diff(path, before or "", policy, new=before is None), nl=False)
+        if plan.changed:
+            click.echo(_diff(cfg.path, cfg.text, text), nl=False)
+    for lines in plan.summaries.values():
+        _say(lines)
+    if plan.changed and not full:
+        _say([f"{cfg.path}: {len(plan.changed)} server(s) will start under cvg-run "
+              "(--diff shows every change)"])  # fmt: skip
     _say(plan.notes + plan.errors)
     if not plan.changed:
         _say(["nothing to change"])

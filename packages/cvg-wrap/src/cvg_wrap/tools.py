@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,13 +49,17 @@ def _failure(name: str, done: subprocess.CompletedProcess[str]) -> ToolFailed:
 BOX_OWNED = frozenset({"TMPDIR"})
 
 
-def learned_policy(observations: list[str], env: list[str]) -> tuple[str, int, list[str]]:
+def learned_policy(
+    observations: list[str], env: list[str]
+) -> tuple[str, dict[str, Any], list[str]]:
     """The policy for what the observations saw (cvg-generate, which gives a server
     that waited on its client no wall clock; then the ``env`` names the client sets for
-    the server passed; then cvg-validate): its YAML, its number of grants, and the
+    the server passed; then cvg-validate): its YAML, the policy as data, and the
     notes to show (cvg-validate's warnings, and each config variable the policy sets
     to a value of its own)."""
-    generated = _run([find(GENERATE), "-q", *observations])
+    # A client starts its servers wherever it is (the home, /): what the config names
+    # is granted where it is, never relative to that working directory.
+    generated = _run([find(GENERATE), "-q", "--no-cwd", *observations])
     if generated.returncode != 0:
         raise _failure(GENERATE, generated)
     policy: dict[str, Any] = json.loads(generated.stdout)
@@ -62,8 +67,11 @@ def learned_policy(observations: list[str], env: list[str]) -> tuple[str, int, l
     validated = _run([find(VALIDATE), "-"], stdin=json.dumps(policy))
     if validated.returncode != 0:
         raise _failure(VALIDATE, validated)
-    notes += [ln for ln in validated.stderr.splitlines() if ln.strip()]
-    return validated.stdout, grants(policy), notes
+    # cvg-validate read the policy from stdin: its "<stdin>:LINE: " says nothing here.
+    notes += [
+        re.sub(r"^<stdin>:\d+: ", "", ln) for ln in validated.stderr.splitlines() if ln.strip()
+    ]
+    return validated.stdout, policy, notes
 
 
 def pass_config_env(policy: dict[str, Any], env: list[str]) -> list[str]:
@@ -89,6 +97,19 @@ def pass_config_env(policy: dict[str, Any], env: list[str]) -> list[str]:
             if why:
                 reasons[f"environment.pass[{len(passed) - 1}]"] = why
     return notes
+
+
+def counts(policy: dict[str, Any]) -> str:
+    """The policy's rules by kind, on one line: what a reviewer weighs first."""
+    fs = policy.get("filesystem") or {}
+    net = policy.get("network") or {}
+    parts = [f"{k} {len(fs.get(k) or [])}" for k in ("read", "write", "execute")]
+    parts += [f"{k} {len(net.get(k) or [])}" for k in ("tcp_connect", "tcp_bind")]
+    unix = net.get("unix")
+    parts.append(
+        f"unix {len(unix)}" if isinstance(unix, list) else f"unix {'yes' if unix else 'no'}"
+    )
+    return ", ".join(parts)
 
 
 def grants(policy: dict[str, Any]) -> int:

@@ -30,6 +30,7 @@ class Plan:
     changed: list[str] = field(default_factory=list)  # server names
     edits: dict[str, Change] = field(default_factory=dict)  # what becomes of each entry
     forgotten: list[str] = field(default_factory=list)  # left the state, text unchanged
+    summaries: dict[str, list[str]] = field(default_factory=dict)  # enforce: per server
 
     def note(self, name: str, text: str) -> None:
         self.notes.append(f"{name}: {text}")
@@ -114,12 +115,17 @@ def enforce(
             plan.note(name, "the variables of its envFile are not passed under the policy; "
                       "add their names to environment.pass")  # fmt: skip
         try:
-            text, rules, warnings = tools.learned_policy(observations, env)
+            text, policy, warnings = tools.learned_policy(observations, env)
         except tools.ToolFailed as e:
             plan.errors.append(f"{name}: {e}; left as it is")
             continue
-        plan.notes += [f"{name}: {w}" for w in warnings]
+        rules = tools.grants(policy)
         path = os.path.join(os.path.abspath(policies), f"{st.safe_name(name)}.yaml")
+        plan.summaries[name] = [
+            f"{name}: {len(observations)} observations -> {path}",
+            f"  rules: {tools.counts(policy)}",
+            *(f"  {w}" for w in warnings),
+        ]
         plan.policies[path] = text
         flags = ["--trace"] if trace else []
         wrapped = [tools.find(tools.RUN), *flags, "-p", path, "--", *record.original]
@@ -128,7 +134,6 @@ def enforce(
                                              st.ENFORCED, st.now(), path, rules, trace,
                                              original_text=record.original_text)  # fmt: skip
         plan.edits[name] = Change(wrapped)
-        plan.note(name, f"{len(observations)} observations, {rules} rules")
         plan.changed.append(name)
     return plan
 
