@@ -289,3 +289,29 @@ def test_restore_of_a_config_never_wrapped_touches_nothing(home: Home) -> None:
     assert "nothing to restore" in done.stderr and done.stdout == ""
     assert (config.read_bytes(), config.stat().st_mtime_ns) == before
     assert not home.state.exists() or not any(home.state.rglob(".wrap.json"))
+
+
+def test_claude_code_project_servers_are_wrapped_too(home: Home) -> None:
+    config = home.home / ".claude.json"
+    data = {
+        "numStartups": 3,
+        "mcpServers": {"user": {"type": "stdio", "command": "/bin/true", "args": []}},
+        "projects": {
+            "/work/app": {"allowedTools": [], "mcpServers": {
+                "local": {"type": "stdio", "command": "/bin/cat", "args": ["-"]}}},
+            "/work/empty": {"mcpServers": {}},
+        },
+    }  # fmt: skip
+    original = json.dumps(data, indent=2) + "\n"
+    config.write_text(original)
+    done = home.wrap("learn", "--server", "local@/work/app", str(config))
+    assert done.returncode == 0, done.stderr
+    learned = json.loads(config.read_text())
+    local = learned["projects"]["/work/app"]["mcpServers"]["local"]
+    assert local["command"].endswith("/cvg-observe") and local["args"][-2:] == ["/bin/cat", "-"]
+    assert learned["mcpServers"] == data["mcpServers"]  # only the one named
+    rows = json.loads(home.wrap("status", "--json", str(config)).stdout)["servers"]
+    assert {r["server"]: r["state"] for r in rows} == {
+        "user": "untouched", "local@/work/app": "learning"}  # fmt: skip
+    assert home.wrap("restore", str(config)).returncode == 0
+    assert config.read_text() == original

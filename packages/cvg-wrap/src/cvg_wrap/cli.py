@@ -53,7 +53,9 @@ def cli() -> None:
 
     CONFIG is the client's own file: Claude Desktop's claude_desktop_config.json,
     Claude Code's or Cursor's .mcp.json (servers under "mcpServers"), or VS Code's
-    mcp.json (under "servers"), in JSON or JSONC (comments, trailing commas). Only
+    mcp.json (under "servers"), in JSON or JSONC (comments, trailing commas); in
+    Claude Code's ~/.claude.json each project's servers are wrapped too, named
+    NAME@<project dir> (the one to give --server). Only
     each server's command and args change, in the text: every other byte stays
     (keys, order, layout, comments), and restore puts an entry back byte for byte
     while nobody else has edited it. Servers the client reaches by
@@ -88,7 +90,7 @@ def _config_text(config: ClientConfig, plan: wrapping.Plan) -> str:
         for name in plan.changed:
             record = plan.state.servers.get(name)
             if record is not None:
-                start, end = spans.values[(config.key, name)]
+                start, end = spans.values[config.where[name]]
                 record.wrapped_text = text[start:end]
     return text
 

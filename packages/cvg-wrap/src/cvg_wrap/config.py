@@ -2,7 +2,9 @@
 
 Three shapes are known, all JSON: Claude Desktop's ``claude_desktop_config.json`` and
 Claude Code's or Cursor's ``.mcp.json`` keep servers under ``mcpServers``; VS Code's
-``mcp.json`` under ``servers`` (beside ``inputs``). A server the client starts as a
+``mcp.json`` under ``servers`` (beside ``inputs``). Claude Code's ``~/.claude.json``
+also keeps each project's servers under ``projects.<dir>.mcpServers``: those are named
+``NAME@<dir>``. A server the client starts as a
 process has a ``command`` (and usually ``args``); one it reaches over HTTP has a
 ``url`` or a ``type`` other than ``stdio`` and is not ours to confine.
 
@@ -37,18 +39,25 @@ class ClientConfig:
     real: str  # the file written (a symlinked config stays a symlink)
     text: str
     data: dict[str, Any]
-    key: str  # where the servers are: mcpServers or servers
+    where: dict[str, tuple[str, ...]]  # each server's name -> its entry's path of keys
     indent: int | str | None
     spans: jsonc.Spans
 
     @property
     def servers(self) -> dict[str, Any]:
-        servers: dict[str, Any] = self.data[self.key]
-        return servers
+        """Each server's entry by name, in the file's order. A server of one of Claude
+        Code's projects (``projects`` in ``~/.claude.json``) is named NAME@PROJECT."""
+        out = {}
+        for name, path in self.where.items():
+            entry: Any = self.data
+            for key in path:
+                entry = entry[key]
+            out[name] = entry
+        return out
 
     def entry_text(self, name: str) -> str:
         """The text of server ``name``'s entry, as it is in the file."""
-        start, end = self.spans.values[(self.key, name)]
+        start, end = self.spans.values[self.where[name]]
         return self.text[start:end]
 
     def edited(self, changes: dict[str, Change]) -> str:
@@ -62,7 +71,7 @@ class ClientConfig:
         return text
 
     def _edits(self, name: str, change: Change) -> list[tuple[int, int, str]]:
-        at, text, values = (self.key, name), self.text, self.spans.values
+        at, text, values = self.where[name], self.text, self.spans.values
         start, end = values[at]
         if change.entry_text is not None:
             return [(start, end, change.entry_text)]
@@ -131,10 +140,22 @@ def load(path: str) -> ClientConfig:
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a JSON object")
+    where: dict[str, tuple[str, ...]] = {}
     key = next((k for k in SERVER_KEYS if isinstance(data.get(k), dict) and data[k]), None)
-    if key is None:
+    if key is not None:
+        where.update((name, (key, name)) for name in data[key])
+    # Claude Code's ~/.claude.json keeps each project's own servers beside the user's.
+    projects = data.get("projects")
+    for project, settings in projects.items() if isinstance(projects, dict) else ():
+        servers = settings.get("mcpServers") if isinstance(settings, dict) else None
+        for name in servers if isinstance(servers, dict) else ():
+            label = f"{name}@{project}"
+            if label in where:
+                raise ConfigError(f"{path}: two servers would both be called {label}")
+            where[label] = ("projects", project, "mcpServers", name)
+    if not where:
         raise ConfigError(f"{path}: no MCP servers (no non-empty mcpServers or servers object)")
-    return ClientConfig(path, real, text, data, key, _indent(text), spans)
+    return ClientConfig(path, real, text, data, where, _indent(text), spans)
 
 
 _FIRST_INDENT = re.compile(r"[{\[]\s*?\n([ \t]+)\S")
