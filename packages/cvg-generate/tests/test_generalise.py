@@ -63,6 +63,10 @@ def fake_dpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                   "usr/bin/id_rsa", "usr/share/doc/tools/README"],
         "suid": ["usr/bin/suid-a", "usr/bin/suid-b"],
         "ashell": ["usr/bin/ash-a", "usr/bin/ash-b"],
+        "nodejs": ["usr/bin/node", "usr/bin/npm", "usr/bin/npx", "usr/bin/corepack",
+                   "usr/share/nodejs/node-gyp/bin/node-gyp", "usr/bin/node-inspect"],
+        "git": ["usr/bin/git", "usr/bin/git-daemon", "usr/bin/git-shell",
+                "usr/lib/git-core/git-http-backend", "usr/bin/scalar", "usr/bin/git-receive-pack"],
     }  # fmt: skip
     for pkg, names in files.items():
         for n in names:
@@ -96,6 +100,29 @@ def test_a_program_brings_its_package_siblings_citing_the_package(
     assert str(fake_dpkg / "usr/share/doc/tools/README") not in p.filesystem.execute
     why = " ".join(cited(p, "execute", sibling))
     assert "package tools" in why and "e1:" in why and "tools.list" in why
+
+
+@pytest.mark.parametrize(
+    ("program", "kept", "left_out"),
+    [("usr/bin/node", ["usr/bin/node-inspect"],
+      ["usr/bin/npm", "usr/bin/npx", "usr/bin/corepack", "usr/share/nodejs/node-gyp/bin/node-gyp"]),
+     ("usr/bin/git", ["usr/bin/git-receive-pack"],
+      ["usr/bin/git-daemon", "usr/bin/git-shell", "usr/lib/git-core/git-http-backend",
+       "usr/bin/scalar"])],
+)  # fmt: skip
+def test_siblings_of_another_purpose_are_not_granted(
+    fake_dpkg: Path, tmp_path: Path, program: str, kept: list[str], left_out: list[str]
+) -> None:
+    p = gen(_ran(fake_dpkg, program, tmp_path / "work"))
+    for path in kept:
+        assert str(fake_dpkg / path) in p.filesystem.execute
+    for path in left_out:
+        assert str(fake_dpkg / path) not in p.filesystem.execute
+
+
+def test_a_package_manager_that_ran_is_granted(fake_dpkg: Path, tmp_path: Path) -> None:
+    p = gen(_ran(fake_dpkg, "usr/bin/npm", tmp_path / "work"))
+    assert str(fake_dpkg / "usr/bin/npm") in p.filesystem.execute
 
 
 def test_a_secret_in_a_package_bin_is_not_granted(fake_dpkg: Path, tmp_path: Path) -> None:
@@ -574,3 +601,21 @@ def test_a_makefile_names_the_programs_of_its_other_targets(tmp_path: Path) -> N
     target = os.path.realpath(b64)
     assert target in p.filesystem.execute
     assert "Makefile names base64 (line 5)" in " ".join(cited(p, "execute", target))
+
+
+def test_a_shebang_through_env_is_not_a_shell(tmp_path: Path) -> None:
+    from cvg_generate.baselines import utilities
+
+    server = str(tmp_path / "server.js")
+    through_env = obs(
+        str(tmp_path),
+        {"op": "execute", "syscall": "execve", "path": server},
+        executables=[{"path": server, "event_id": "e1", "shebang": ["/usr/bin/env", "node"]}],
+    )
+    assert utilities(through_env) == []
+    through_sh = obs(
+        str(tmp_path),
+        {"op": "execute", "syscall": "execve", "path": server},
+        executables=[{"path": server, "event_id": "e1", "shebang": ["/bin/sh"]}],
+    )
+    assert any(b.path.endswith("/cp") for b in utilities(through_sh))  # a shell still is

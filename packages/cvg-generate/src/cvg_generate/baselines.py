@@ -164,7 +164,9 @@ UTILITIES: Final = (
 takes another branch and runs `rm`, `xargs` or `gunzip` where this one did not. Each is
 granted execute as an exact file, and read when it is itself a script (gunzip is one)."""
 
-_UTILITY_USERS: Final = SHELLS | MAKES | frozenset({"xargs", "find", "env"})
+# env is not among them: it runs the one program its arguments name (a "#!/usr/bin/env
+# node" script runs node, which the observation sees), never a script of utilities.
+_UTILITY_USERS: Final = SHELLS | MAKES | frozenset({"xargs", "find"})
 
 
 def utilities(obs: Observation) -> list[Baseline]:

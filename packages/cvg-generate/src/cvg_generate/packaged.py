@@ -13,7 +13,11 @@ compiled on one input links on the next), citing the package.
 Never for a package that ships a setuid or setgid file (a program that runs with
 other privileges is granted only when it was seen to run) or a shell (listed in
 ``/etc/shells``: one shell runs anything), checked on disk, and never a file that is a
-secret by name.
+secret by name. A sibling that serves another purpose than the program seen is left
+out (:data:`OTHER_PURPOSE`): a package manager beside its runtime (``npm``, ``npx``,
+``corepack`` and ``node-gyp`` in Debian's nodejs), a daemon, a restricted shell or a
+network helper beside a client (``git-daemon``, ``git-shell``, ``git-http-backend``,
+``git-imap-send``, ``scalar`` in git). Such a program is granted only when it was run.
 """
 
 from __future__ import annotations
@@ -105,6 +109,8 @@ class PackageIndex:
                 return pkg
             if not st.st_mode & 0o111 or secret_reason(real) is not None:
                 continue
+            if OTHER_PURPOSE.fullmatch(os.path.basename(path)):
+                continue
             if _PROGRAM_DIRS.intersection(path.split("/")[:-1]) or _elf_program(real):
                 programs[real] = None
         if len(programs) > _MAX_PROGRAMS:
@@ -113,6 +119,15 @@ class PackageIndex:
         pkg.programs = sorted(programs)
         return pkg
 
+
+OTHER_PURPOSE: Final = re.compile(
+    r"(npm|npx|corepack|node-gyp|yarn|yarnpkg|pnpm|pnpx|pip[0-9.]*|pipx|easy_install[0-9.-]*"
+    r"|gem|bundle|bundler|cargo|rustup|uv|uvx|poetry|conda|apt|apt-get|dpkg"
+    r"|.*daemon|.*-shell|.*-http-backend|.*-imap-send|.*-send-email|scalar"
+    r"|ssh|sshd|scp|sftp|nc|ncat|netcat|socat|telnet)"
+)
+"""Siblings never granted by widening (matched against the whole file name): package
+managers, daemons and servers, restricted shells, mail and network helpers."""
 
 _SHARED_LIBRARY: Final = re.compile(r"\.so(\.[0-9]+)*$")
 
