@@ -552,3 +552,21 @@ def test_the_tool_inherits_no_more_descriptors_when_traced(box: Box, identity: I
     traced, _ = _traced(box, identity, script, **sections)
     assert plain.rc == traced.rc == 0
     assert plain.out == traced.out == "[0, 1, 2, 3]\n"
+
+
+def test_reading_its_own_proc_entries_is_expected_and_not_said(
+    box: Box, identity: Identity
+) -> None:
+    # Landlock rules attach to inodes, and each process's /proc entries are new ones:
+    # no policy can grant them, so a runtime's probe of them is noise, kept apart.
+    script = (
+        "import os\nfor name in ('cgroup', 'maps'):\n try:\n"
+        "  open(f'/proc/{os.getpid()}/' + name).read(); print('read')\n"
+        " except PermissionError:\n  print('refused')\n"
+    )
+    assert _plain(script, identity).stdout == "read\nread\n"
+    ran, data = _traced(box, identity, script)
+    assert ran.rc == 0 and ran.out == "refused\nrefused\n", ran.err
+    own = [d for d in data["denials"] if d.get("path", "").startswith("/proc/")]
+    assert own and all(d["mechanism"] == "landlock_fs" and d["expected"] is True for d in own)
+    assert "/proc/" not in ran.err  # counted, not said

@@ -236,7 +236,7 @@ def test_status_tabulates_every_server(home: Home) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["server", "state", "since", "observations", "rules", "runs",
-                                "denials"]  # fmt: skip
+                                "denials", "expected"]  # fmt: skip
     assert lines[2].split()[:2] == ["notes", "untouched"]
     assert lines[3].split()[:2] == ["remote", "remote"]
     home.wrap("learn", str(config))

@@ -160,6 +160,14 @@ class Denial(CvgModel):
         description="The policy rule that would have to grant it, e.g. `filesystem.read`.",
     )
     time: float | None = Field(default=None, ge=0, description="Seconds since the epoch.")
+    expected: bool = Field(
+        default=False,
+        description=(
+            "A refusal every policy gives and nothing needs: the tool reading its own "
+            "`/proc/<pid>` entries (cgroup, maps, mountinfo...), which Landlock cannot "
+            "grant per process. Kept in the record, counted apart, never printed."
+        ),
+    )
     detail: str | None = Field(
         default=None, max_length=4096, description="The trace line or other detail."
     )

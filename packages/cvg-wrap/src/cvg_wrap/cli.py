@@ -221,7 +221,9 @@ Columns: state (learning, enforced, untouched; changed: rewritten by cvg-wrap an
 edited since; remote: reached by URL), since when, observations kept, rules in the
 policy (filesystem paths and TCP ports), runs of the server under its policy since
 it was enforced and the sandbox denials their run records list (none when the
-server runs without --trace).
+server runs without --trace), less the expected ones, counted apart: refusals every
+policy gives and nothing needs (a server reading its own /proc entries, which
+Landlock cannot grant).
 """,
 )
 @_CONFIG

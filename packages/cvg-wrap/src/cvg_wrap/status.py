@@ -26,15 +26,17 @@ def _when(text: str) -> datetime | None:
         return None
 
 
-def runs_since(policy: str, since: str) -> tuple[int, int]:
+def runs_since(policy: str, since: str) -> tuple[int, int, int]:
     """cvg-run's records of runs under ``policy`` that started at ``since`` or later: how
-    many, and the sandbox denials they list (only traced runs list any)."""
+    many, the sandbox denials they list (only traced runs list any), and of those the
+    ones every policy gives and nothing needs (``expected``: a tool's own /proc
+    entries), which are not counted as denials."""
     start = _when(since)
-    runs = denials = 0
+    runs = denials = expected = 0
     try:
         names = [n for n in os.listdir(runs_dir()) if n.endswith(".json") and n[0] != "."]
     except OSError:
-        return 0, 0
+        return 0, 0, 0
     for name in names:
         try:
             with open(os.path.join(runs_dir(), name), encoding="utf-8") as f:
@@ -47,9 +49,11 @@ def runs_since(policy: str, since: str) -> tuple[int, int]:
         if started < start:
             continue
         runs += 1
-        found = rec.get("denials") or []
-        denials += sum(1 for d in found if d.get("mechanism") not in (None, "none"))
-    return runs, denials
+        found = [d for d in rec.get("denials") or [] if d.get("mechanism") not in (None, "none")]
+        quiet = sum(1 for d in found if d.get("expected") is True)
+        denials += len(found) - quiet
+        expected += quiet
+    return runs, denials, expected
 
 
 def server_rows(config: ClientConfig, state: st.State) -> list[dict[str, Any]]:
@@ -73,11 +77,13 @@ def server_rows(config: ClientConfig, state: st.State) -> list[dict[str, Any]]:
             "policy": None,
             "runs": None,
             "denials": None,
+            "expected": None,
         }
         if mode == st.ENFORCED and record is not None and record.policy:
-            runs, denials = runs_since(record.policy, record.since)
+            runs, denials, expected = runs_since(record.policy, record.since)
             row.update(rules=record.rules, policy=record.policy, runs=runs)
             # Untraced runs list no denials: a count over them would be a false zero.
-            row["denials"] = denials if record.traced else None
+            if record.traced:
+                row.update(denials=denials, expected=expected)
         rows.append(row)
     return rows

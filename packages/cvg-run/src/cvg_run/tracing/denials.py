@@ -174,8 +174,9 @@ class DenialLog:
 
     def _line(self, verdict: Verdict) -> str | None:
         """The stderr line for a new distinct denial, or None (not the sandbox's doing,
-        or past the line limit); counts it. Called under the lock."""
-        if not verdict.blames_cvg:
+        expected of every policy, or past the line limit); counts it. Called under the
+        lock."""
+        if not verdict.blames_cvg or self.denials[-1].get("expected"):
             return None
         self.printed += 1
         if self.printed > MAX_LINES:
@@ -215,6 +216,8 @@ class DenialLog:
             d["rule"] = verdict.rule
         if event.time is not None:
             d["time"] = event.time
+        if verdict.blames_cvg and _own_proc_entry(d.get("path"), event.op, self.in_tree):
+            d["expected"] = True
         if detail is None and rec is not None:
             detail = f"{rec.name}({', '.join(rec.args)}) = {rec.ret} {rec.errno or ''}".rstrip()
         if verdict.reason:
@@ -250,6 +253,19 @@ class DenialLog:
         if self.dropped:
             say(f"trace: {self.dropped} further failed calls were not recorded")
         return self.denials
+
+
+_PROC_ENTRY = re.compile(r"/proc/(\d+)(?:/task/\d+)?/[^/]+(?:/.*)?")
+
+
+def _own_proc_entry(path: object, op: str | None, in_tree: Callable[[int], bool]) -> bool:
+    """A read of one of the tool's own /proc/<pid> entries: Landlock attaches rules to
+    inodes, and these are made anew per process, so no policy can grant them. Runtimes
+    probe them (node reads /proc/self/cgroup for its memory limit) and go on without."""
+    if not isinstance(path, str) or op not in (None, "read", "stat"):
+        return False
+    m = _PROC_ENTRY.fullmatch(path)
+    return m is not None and in_tree(int(m.group(1)))
 
 
 def _flags(rec: Record) -> tuple[str, str]:
