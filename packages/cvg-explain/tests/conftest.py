@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cvg_kernel import seal
 from cvg_schema.run import RunRecord
 
 DIGEST = "sha256:" + "0" * 64
@@ -64,6 +66,14 @@ def make_record() -> MakeRecord:
 
 
 @pytest.fixture(autouse=True)
-def _home(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fixed HOME, so ${HOME} forms and secrets do not depend on who runs the tests."""
+def _home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A fixed HOME, so ${HOME} forms and secrets do not depend on who runs the tests;
+    cvg's state (where the key that seals records is) in a directory of the test's own."""
     monkeypatch.setenv("HOME", "/home/alice")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+def sealed(data: dict[str, Any]) -> str:
+    """A record's text as cvg-run writes it: one line, sealed with the user's key."""
+    line = json.dumps(data, separators=(",", ":")) + "\n"
+    return seal.seal_record(seal.load_key(create=True), line.encode()).decode()
