@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +15,8 @@ import pytest
 from planted import Box, Who, cvg_explain, cvg_run, default_policy, write_policy
 
 from cvg_kernel import seal
-from cvg_testing import ensure_unpriv_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root and cvgtest")
-
-
-@pytest.fixture
-def box() -> Iterator[Box]:
-    b = Box.make()
-    try:
-        yield b
-    finally:
-        b.remove()
-
-
-@pytest.fixture(params=["root", "cvgtest"])
-def who(request: pytest.FixtureRequest) -> Who:
-    return Who("root", None) if request.param == "root" else Who("cvgtest", ensure_unpriv_user())
 
 
 def _line(data: dict[str, Any]) -> bytes:
