@@ -1,9 +1,11 @@
-"""Hand-made run records that match the cvg.run schema, and the policies they name."""
+"""Hand-made run records that match the cvg.run schema, the policies they name, and a
+box and an identity for the real cvg-run and cvg-explain."""
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from planted import ROOT, Box, Who
+
+from cvg_kernel import seal
 from cvg_schema.run import RunRecord
+from cvg_testing import ensure_unpriv_user
 
 DIGEST = "sha256:" + "0" * 64
 
@@ -64,6 +70,29 @@ def make_record() -> MakeRecord:
 
 
 @pytest.fixture(autouse=True)
-def _home(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fixed HOME, so ${HOME} forms and secrets do not depend on who runs the tests."""
+def _home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A fixed HOME, so ${HOME} forms and secrets do not depend on who runs the tests;
+    cvg's state (where the key that seals records is) in a directory of the test's own."""
     monkeypatch.setenv("HOME", "/home/alice")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture
+def box() -> Iterator[Box]:
+    """A world-writable tree for the real cvg-run and cvg-explain (planted.py)."""
+    b = Box.make()
+    try:
+        yield b
+    finally:
+        b.remove()
+
+
+@pytest.fixture(params=["root", "cvgtest"])
+def who(request: pytest.FixtureRequest) -> Who:
+    return ROOT if request.param == "root" else Who("cvgtest", ensure_unpriv_user())
+
+
+def sealed(data: dict[str, Any]) -> str:
+    """A record's text as cvg-run writes it: one line, sealed with the user's key."""
+    line = json.dumps(data, separators=(",", ":")) + "\n"
+    return seal.seal_record(seal.load_key(create=True), line.encode()).decode()

@@ -72,6 +72,9 @@ class Box(cvg_testing.Tree):
         return path
 
 
+ROOT = Who("root", None)
+
+
 def default_policy() -> dict[str, Any]:
     data = yaml.safe_load(default_policy_bytes())
     assert isinstance(data, dict)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import record_dict
+from conftest import record_dict, sealed
 
 from cvg_explain.cli import main
 from cvg_policy.errors import PolicyError
@@ -31,7 +31,7 @@ def _setup(tmp_path: Path, *denials: dict[str, Any], policy: str = POLICY) -> tu
     data = record_dict([dict(d) for d in denials], policy_path=str(p))
     with contextlib.suppress(PolicyError):
         data["policy_digest"] = digest(load_policy(policy, filename=str(p)).policy)
-    r.write_text(json.dumps(data))
+    r.write_text(sealed(data))
     return r, p
 
 
@@ -186,7 +186,7 @@ def test_apply_with_the_default_policy_needs_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     r = tmp_path / "run.json"
-    r.write_text(json.dumps(record_dict([dict(READ)], policy_path=None)))
+    r.write_text(sealed(record_dict([dict(READ)], policy_path=None)))
     rc, _, err = _run(capsys, "--apply", str(r))
     assert rc == 1 and "--out FILE" in err
     rc, _, _ = _run(capsys, "--apply", "--out", str(tmp_path / "p.yaml"), str(r))

@@ -3,14 +3,13 @@ escaped, each fix as a diff, a timeline of the processes that were refused."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import record_dict
+from conftest import record_dict, sealed
 
 from cvg_explain.cli import main
 from cvg_explain.htmlpage import TIMELINE_NOTE
@@ -58,7 +57,7 @@ def _page(tmp_path: Path, capsys: pytest.CaptureFixture[str], denials: list[dict
     data["policy_digest"] = digest(load_policy(POLICY, filename=str(policy)).policy)
     data.update(extra)
     rec = tmp_path / "run.json"
-    rec.write_text(json.dumps(data))
+    rec.write_text(sealed(data))
     rc = main(["--format", "html", str(rec)])
     out, err = capsys.readouterr()
     assert (rc, err) == (0, "")

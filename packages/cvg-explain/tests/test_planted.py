@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from planted import (
     PY,
+    ROOT,
     Box,
     Who,
     cvg_explain,
@@ -41,33 +42,12 @@ from planted import (
 
 from cvg_kernel.landlock import effective_abi
 from cvg_policy.load import load_policy
-from cvg_testing import ensure_unpriv_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="planted denials run as root and cvgtest")
 
 Result = subprocess.CompletedProcess[str]
 Effect = Callable[[Result], bool]
 Attempt = Callable[[], tuple[list[str], Effect]]
-
-ROOT = Who("root", None)
-
-
-def _unpriv() -> Who:
-    return Who("cvgtest", ensure_unpriv_user())
-
-
-@pytest.fixture
-def box() -> Iterator[Box]:
-    b = Box.make()
-    try:
-        yield b
-    finally:
-        b.remove()
-
-
-@pytest.fixture(params=["root", "cvgtest"])
-def who(request: pytest.FixtureRequest) -> Who:
-    return ROOT if request.param == "root" else _unpriv()
 
 
 @dataclass(frozen=True)

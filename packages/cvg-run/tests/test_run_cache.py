@@ -1,11 +1,11 @@
 """The plan cache: a hit for the same policy, a miss for a changed one, and a
-damaged entry ignored (recompiled), never trusted. An entry is the sha256 of its
-payload, then the payload in marshal's format (the plan, its digests, the hosts, the
-assembled seccomp program)."""
+damaged entry ignored (recompiled), never trusted. An entry is the HMAC-SHA256 of its
+payload under the user's key (cvg_kernel.seal), then the payload in marshal's format
+(the plan, its digests, the hosts, the assembled seccomp program)."""
 
 from __future__ import annotations
 
-import hashlib
+import hmac
 import json
 import marshal
 import pwd
@@ -80,28 +80,37 @@ def _payload(data: bytes) -> dict[str, Any]:
     return entry
 
 
-def _sealed(payload: object) -> bytes:
-    """An entry whose sha256 matches: damage the digest check alone cannot see."""
+def _key(box: Box) -> bytes:
+    return (box.state / "cvg" / "key" / "seal").read_bytes()
+
+
+def _mac(key: bytes, raw: bytes) -> bytes:
+    return hmac.digest(key, raw, "sha256")
+
+
+def _sealed(payload: object, key: bytes) -> bytes:
+    """An entry whose MAC matches (as cvg would write it): damage the MAC alone cannot
+    see."""
     raw = marshal.dumps(payload)
-    return hashlib.sha256(raw).digest() + raw
+    return _mac(key, raw) + raw
 
 
-def _changed(**parts: Any) -> Callable[[bytes], bytes]:
-    return lambda data: _sealed({**_payload(data), **parts})
+def _changed(**parts: Any) -> Callable[[bytes, bytes], bytes]:
+    return lambda data, key: _sealed({**_payload(data), **parts}, key)
 
 
-CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
-    "truncated": lambda data: data[: len(data) // 2],
-    "garbage": lambda data: b"\x00\xff not an entry \x00",
-    "empty": lambda data: b"",
-    "only-a-digest": lambda data: data[:32],
-    "not-marshal": lambda data: hashlib.sha256(b"{}").digest() + b"{}",
-    "not-an-object": lambda data: _sealed([]),
+CORRUPTIONS: dict[str, Callable[[bytes, bytes], bytes]] = {
+    "truncated": lambda data, key: data[: len(data) // 2],
+    "garbage": lambda data, key: b"\x00\xff not an entry \x00",
+    "empty": lambda data, key: b"",
+    "only-a-digest": lambda data, key: data[:32],
+    "not-marshal": lambda data, key: _mac(key, b"{}") + b"{}",
+    "not-an-object": lambda data, key: _sealed([], key),
     "plan-not-an-object": _changed(plan=1),
     "digest-not-a-string": _changed(plan_digest=None),
     "hosts-not-a-list": _changed(hosts={}),
     "filter-not-an-object": _changed(filter=[1]),
-    "plan-tampered": lambda data: (
+    "plan-tampered": lambda data, key: (
         data[:32]
         + marshal.dumps(
             {**_payload(data), "plan": {**_payload(data)["plan"], "wall_clock_seconds": 1}}
@@ -115,7 +124,7 @@ def test_corrupted_entry_is_ignored(identity: Identity, box: Box, damage: str) -
     policy = make_policy(box.share, resources={"wall_clock_seconds": 30})
     assert _run(box, identity, policy)[0] == "compiled"
     [entry] = _entries(box)
-    entry.write_bytes(CORRUPTIONS[damage](entry.read_bytes()))
+    entry.write_bytes(CORRUPTIONS[damage](entry.read_bytes(), _key(box)))
     source, err = _run(box, identity, policy)
     assert source == "compiled", err
     assert "internal error" not in err
@@ -164,7 +173,9 @@ def test_the_cached_filter_is_the_plans(identity: Identity, box: Box) -> None:
     [entry] = _entries(box)
     payload = _payload(entry.read_bytes())
     assert payload["filter"] == compile_filter(payload["plan"]).data()
-    entry.write_bytes(_sealed({**payload, "filter": {"arch": "x86_64", "annotated": []}}))
+    entry.write_bytes(
+        _sealed({**payload, "filter": {"arch": "x86_64", "annotated": []}}, _key(box))
+    )
     # unshare is on the default deny list: refused with the plan's errno.
     ran = run_main(["-v", "--", "unshare", "-U", "true"], box=box, user=identity)
     assert _source(ran.err) == "cache", ran.err

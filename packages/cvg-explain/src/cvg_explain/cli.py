@@ -10,6 +10,7 @@ from typing import Final
 
 import click
 
+from cvg_kernel import seal
 from cvg_schema.console import Exit as _Exit
 from cvg_schema.console import console, invoke
 from cvg_schema.errors import SchemaError
@@ -25,6 +26,7 @@ PROG: Final = "cvg-explain"
 EXIT_OK: Final = 0
 EXIT_INPUT: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_UNSEALED: Final = 3
 
 MAX_RECORD_BYTES: Final = 64 << 20
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
@@ -64,6 +66,15 @@ Exit status:
      the file and the JSON path or line); --apply refusing a high-risk fix without
      --accept-risk; a policy file that cannot be written
   2  usage error: a bad option, no record named
+  3  --apply refused the record: its seal is missing or does not match this user's
+     key, so it cannot be shown to be the one cvg-run wrote (nothing was written)
+
+\b
+Authenticity:
+  cvg-run seals each record with an HMAC under a key in its state directory, which
+  no policy lets a tool read. Explaining works on any record (an unsealed one is
+  named as such on stderr); --apply only on a record sealed by this user's cvg-run,
+  byte for byte as it was written.
 """
 
 
@@ -84,7 +95,7 @@ def _read_limited(stream: object, name: str) -> bytes:
     return data
 
 
-def _load_record(record: str | None, run_id: str | None) -> tuple[RunRecord, str]:
+def _load_record(record: str | None, run_id: str | None) -> tuple[RunRecord, str, bool]:
     if run_id is not None:
         if not _RUN_ID.fullmatch(run_id):
             raise _bad(f"--run {run_id!r}: not a run id (letters, digits and _.:-)")
@@ -109,9 +120,18 @@ def _load_record(record: str | None, run_id: str | None) -> tuple[RunRecord, str
     except OSError as e:
         raise _bad(f"{name}: cannot read: {e.strerror or e}") from None
     try:
-        return loads_as(RunRecord, data), name
+        return loads_as(RunRecord, data), name, _sealed(data)
     except SchemaError as e:
         raise _bad(f"{name}: {e}") from None
+
+
+def _sealed(data: bytes) -> bool:
+    """Whether cvg-run wrote ``data`` (its seal matches this user's key)."""
+    try:
+        key = seal.load_key(create=False)
+    except seal.SealError:
+        return False
+    return seal.unseal_record(key, data)
 
 
 @click.command(
@@ -193,7 +213,15 @@ def cli(
         raise click.UsageError("--out only makes sense with --apply")
     if accept_risk and not apply:
         raise click.UsageError("--accept-risk only makes sense with --apply")
-    run_record, name = _load_record(record, run_id)
+    run_record, name, sealed = _load_record(record, run_id)
+    if not sealed:
+        if apply:
+            _err(
+                f"{PROG}: {name}: refusing --apply: the record is not sealed by this user's "
+                "cvg-run (its seal is missing or does not match), so its denials may be forged"
+            )
+            raise _Exit(EXIT_UNSEALED)
+        _err(f"{PROG}: warning: {name}: unauthenticated record (not sealed by this user's cvg-run)")
     try:
         explanation = explain(run_record, policy_path=policy_path)
         source = policy_source(run_record, policy_path=policy_path)

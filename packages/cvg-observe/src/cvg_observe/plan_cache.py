@@ -71,13 +71,18 @@ def compiled(
     hit = _read(path, key)
     if hit is not None:
         return hit
+    try:
+        # Made before compiling: every compile denies cvg's own directories, listing the
+        # one holding them, and a listing that changes is a miss.
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        pass  # not cached, below
     view = _Recording(OsView())
     result = compile(view)
     payload = orjson.dumps({"key": key, "lookups": view.seen, "result": result})
     from cvg_schema.io import write_atomic  # loaded already: the compile needed it
 
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
         write_atomic(path, sha256(payload).hexdigest().encode() + b"\n" + payload, 0o600)
     except OSError:
         pass  # a cache that cannot be written only costs speed

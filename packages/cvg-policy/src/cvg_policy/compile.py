@@ -25,6 +25,7 @@ from cvg_schema.plan import ABI_OF_FS_RIGHT
 
 from .errors import Finding, PolicyError
 from .expand import DEFAULT_MAX_RULES, Deny, FsView, Grant, OsView, apply_denies, inside
+from .own_state import own_state_denies
 from .variables import LATE_BOUND, expand, late_bound_in
 
 __all__ = [
@@ -373,7 +374,8 @@ def _filesystem(
 ) -> _Fs:
     """Grants, denies narrowed into them, and the rules the target ABI can hold."""
     grants = _fs_grants(policy, variables, view, out)
-    result = apply_denies(grants, _denies(policy, variables, view), view=view, max_rules=max_rules)
+    denies = _denies(policy, variables, view) + own_state_denies(grants, view)
+    result = apply_denies(grants, denies, view=view, max_rules=max_rules)
     out.findings.extend(result.findings)
     out.deny_effect = result.effect
     handled_fs = handled_fs_for(target)

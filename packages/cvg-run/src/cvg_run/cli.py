@@ -70,9 +70,13 @@ exit status:
          this kernel offers, and the record lists anything it could not enforce;
   126    the tool could not be executed (including a missing execute grant);
   127    the tool was not found;
+  123    the run record was refused: its path had become something other than a
+         regular file, its file was replaced or its directory moved during the run,
+         or it could not be written where a file was made before the run;
   2      usage error (a bad option, no command, a --cwd that is not a directory,
-         a --record whose directory does not exist, a CVG_RUNS_KEEP or
-         CVG_RUNS_MAX_MB that is not a whole number); nothing was run.
+         a --record whose directory does not exist or that is not a regular file,
+         a CVG_RUNS_KEEP or CVG_RUNS_MAX_MB that is not a whole number); nothing
+         was run.
 """
 
 
@@ -323,6 +327,11 @@ def _refused_arguments(args: Options, cwd: str) -> int | None:
         if not os.path.isdir(parent):
             _say(f"--record {args.record}: no such directory {parent}")
             return 2
+        if os.path.islink(args.record) or (
+            os.path.lexists(args.record) and not os.path.isfile(args.record)
+        ):
+            _say(f"--record {args.record}: not a regular file")
+            return 2
     else:
         try:
             args.bounds = record.bounds()
@@ -412,7 +421,7 @@ def _confined(
                 tracer = _tracer(plan, {"SCRATCH": scratch, "CWD": cwd}, prepared, args.verbose)
             try:
                 reserved = record.Reserved(record_path)
-            except OSError:
+            except (OSError, record.Refused):
                 reserved = None  # written the usual way at the end, if it can be
             outcome = supervise(
                 prepared,
@@ -537,13 +546,25 @@ def _finish(
     rec.update(extra or {})  # the network.hosts proxy's connections
     try:
         if reserved is not None:
+            unsealed = reserved.unsealed
             reserved.write(record.dumps(rec))
         else:
-            record.write_atomic(record_path, record.dumps(rec))
+            unsealed = record.write_unreserved(record_path, record.dumps(rec))
+    except record.Refused as e:
+        # The tool may have done this to hide its record: its status is not the answer.
+        _say(f"run record refused: {e} (the tool's status was {outcome.status})")
+        return record.EXIT_REFUSED
     except OSError as e:
-        # The tool has run; its status stays the answer, but say the record is missing.
+        if reserved is not None:
+            # Its directory took a file before the run: the tool may have made it fail.
+            _say(f"cannot write the run record {record_path}: {e.strerror} "
+                 f"(the tool's status was {outcome.status})")  # fmt: skip
+            return record.EXIT_REFUSED
+        # Never writable, before the run either: the tool's status stays the answer.
         _say(f"cannot write the run record {record_path}: {e.strerror}")
     else:
+        if unsealed is not None:
+            _say(f"the run record is not sealed (cvg-explain --apply will refuse it): {unsealed}")
         if args.bounds is not None:
             record.prune(os.path.dirname(record_path), record_path, args.bounds)
     if args.verbose:

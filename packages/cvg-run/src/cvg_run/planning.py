@@ -9,6 +9,11 @@ The embedded default policy also depends on which secrets exist beneath its
 reads: the names in /etc are in the key, and the working directory's names are
 checked against the entry (see _still_fits), so a tool that adds files there
 does not cost a compile per run.
+
+A cache entry is used only if cvg wrote it: every compiled policy denies cvg's own
+directories (cvg_kernel.seal.own_dirs), and each entry carries an HMAC-SHA256 under the
+user's key, read only when there is an entry to check. An entry without the right MAC
+is a miss, compiled again, never an error.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ except ImportError:  # Python 3.11
     except ImportError:
         from hashlib import sha256 as _sha256  # type: ignore[assignment, unused-ignore]
 
-from cvg_kernel import landlock
+from cvg_kernel import landlock, seal
 from cvg_kernel.plan import PlanError, compile_filter
 from cvg_kernel.record import Record
 from cvg_kernel.seccomp import SeccompError
@@ -61,8 +66,7 @@ class Planned(Record, frozen=False):
 
 
 def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cvg", "plans")
+    return os.path.join(seal.own_dirs()[1], "plans")
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -158,9 +162,10 @@ def _still_fits(
 def _store(cached: str, entry: dict[str, Any]) -> None:
     payload = marshal.dumps(entry)
     try:
-        write_atomic(cached, _sha256(payload).digest() + payload)
-    except OSError:
-        pass  # a read-only cache only costs speed
+        key = seal.load_key(create=True)
+        write_atomic(cached, seal.mac(key, payload) + payload)
+    except (OSError, seal.SealError):
+        pass  # a read-only cache, or no usable key, only costs speed
 
 
 def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None = None) -> Planned:
@@ -185,7 +190,9 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
         real_path = os.path.abspath(policy_path)
         policy_dir = os.path.dirname(real_path)
         shown = policy_path
-    parts = [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key()]
+    own = seal.own_dirs()  # denied in the plan: another set is another plan
+    parts = [__version__, _sha256_hex(data), cwd, home, policy_dir, _kernel_key(), _compiler_key(),
+             *own]  # fmt: skip
     # marshal's format belongs to the interpreter that wrote it.
     parts.append(f"{sys.implementation.cache_tag}|marshal={marshal.version}")
     names = None
@@ -223,15 +230,22 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
 
 
 def _read_entry(path: str) -> dict[str, Any] | None:
-    """A cached entry, or None for a miss. A damaged one is a miss: its sha256 must be
-    the one stored before it, and its parts of the types written."""
+    """A cached entry, or None for a miss. One cvg did not write, or a damaged one, is a
+    miss: its MAC must be the one stored before it, and its parts of the types written."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
     except OSError:
         return None
-    payload = blob[32:]
-    if len(blob) <= 32 or _sha256(payload).digest() != blob[:32]:
+    size = seal.MAC_BYTES
+    if len(blob) <= size:
+        return None
+    try:
+        key = seal.load_key(create=False)
+    except seal.SealError:
+        return None
+    payload = blob[size:]
+    if not seal.same(seal.mac(key, payload), blob[:size]):
         return None
     try:
         entry = marshal.loads(payload)
@@ -276,7 +290,8 @@ def _compile(
 
             policy, _ = tailor_default(policy, cwd=cwd, home=home)
             real_cwd = os.path.realpath(cwd)
-            cwd_denies = any(inside(os.path.realpath(d), real_cwd) for d in policy.filesystem.deny)
+            denied = [*policy.filesystem.deny, *seal.own_dirs()]  # cvg's own: see own_state
+            cwd_denies = any(inside(os.path.realpath(d), real_cwd) for d in denied)
         plan = compile_policy(policy, variables=variables, policy_path=filename)
     except PolicyError as e:
         raise PolicyRefused(str(e)) from None

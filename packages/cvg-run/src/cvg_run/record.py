@@ -3,16 +3,27 @@
 cvg-run's cold path avoids importing pydantic, so the record is assembled
 here as a dict in the shape of cvg_schema.RunRecord (a test validates it
 against that model) and written atomically.
+
+A record is what cvg-explain --apply turns into grants, so the tool must not be able
+to substitute it: its directory is opened before the tool starts and the file is
+made there with O_TMPFILE (no name the tool could replace during the run), linked
+and renamed into place on that descriptor once the tool has ended, and the inode at
+the name is checked to be the one written. It is sealed with the user's key
+(cvg_kernel.seal): a last member ``seal``, the HMAC of the record without it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 
 # collections.abc is this module, behind the collections package: its imports cost
 # every cold start milliseconds.
 from _collections_abc import Callable, Mapping, Sequence
+
+from cvg_kernel import seal
 
 from .supervisor import Outcome
 
@@ -23,6 +34,15 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = "1.0"
 
+EXIT_REFUSED = 123
+"""cvg-run's status when the record could not be put in place as its own (the path is
+not a regular file, or the file was replaced or moved during the run): never the
+tool's status, which a missing record would otherwise hide."""
+
+
+class Refused(Exception):
+    """The record was not put in place as cvg-run's own: one line, EXIT_REFUSED."""
+
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(4).hex()
@@ -30,10 +50,7 @@ def new_run_id() -> str:
 
 # Paths are plain strings here: pathlib is a cost on every cold start.
 def state_dir() -> str:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return os.path.join(base, "cvg", "runs")
+    return os.path.join(seal.own_dirs()[2], "runs")
 
 
 def _when(t: float) -> str:
@@ -122,40 +139,135 @@ def write_atomic(
         raise
 
 
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
 class Reserved:
-    """A record's temporary file, opened before the tool starts: once the tool runs it
-    may lower this process's RLIMIT_NOFILE to 0/0, and then no descriptor can be made
-    to write the record (a rename needs none). :meth:`write` or :meth:`discard` it."""
+    """A record's file and directory, opened before the tool starts: once the tool runs
+    it may lower this process's RLIMIT_NOFILE to 0/0, and then no descriptor can be
+    made to write the record (a link and a rename need none). The key is read now for
+    the same reason. :meth:`write` or :meth:`discard` it."""
 
     def __init__(self, path: str | os.PathLike[str], mode: int = 0o600) -> None:
         self.target = os.path.abspath(os.fspath(path))
-        parent, name = os.path.split(self.target)
-        os.makedirs(parent, exist_ok=True)
-        self.tmp = os.path.join(parent, f".{name}.{os.urandom(6).hex()}")
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        self.parent, self.name = os.path.split(self.target)
+        os.makedirs(self.parent, exist_ok=True)
+        self.fd = -1
+        self.tmp: str | None = None
+        self.dir_fd = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.dir_id = _identity(os.fstat(self.dir_fd))
+            self._refuse_other_kinds()
+            try:
+                self.fd = os.open(".", os.O_WRONLY | os.O_TMPFILE | os.O_CLOEXEC, mode,
+                                  dir_fd=self.dir_fd)  # fmt: skip
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                    raise
+                # No O_TMPFILE here: a hidden random name, checked before the rename.
+                self.tmp = f".{self.name}.{os.urandom(6).hex()}"
+                self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                  | os.O_CLOEXEC, mode, dir_fd=self.dir_fd)  # fmt: skip
+            self.file_id = _identity(os.fstat(self.fd))
+        except BaseException:
+            self.discard()
+            raise
+        self.key: bytes | None = None
+        self.unsealed: str | None = None  # why the record cannot be sealed
+        try:
+            self.key = seal.load_key(create=True)
+        except (OSError, seal.SealError) as e:
+            self.unsealed = str(e)
+
+    def _at(self, name: str) -> tuple[int, int] | None:
+        try:
+            return _identity(os.stat(name, dir_fd=self.dir_fd, follow_symlinks=False))
+        except FileNotFoundError:
+            return None
+
+    def _refuse_other_kinds(self) -> None:
+        try:
+            st = os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{self.target}: {_kind(st.st_mode)}, not a regular file")
 
     def write(self, data: bytes) -> None:
-        """Write, fsync, rename into place (see :func:`write_atomic`)."""
+        """Seal, write, fsync, link or rename into place on the directory's descriptor,
+        and check that the file now at the name is this one. Refused when it is not,
+        when the name is not a regular file, or when the directory was moved."""
         try:
+            if self.key is not None:
+                data = seal.seal_record(self.key, data)
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd, view) :]
             os.fsync(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-            os.replace(self.tmp, self.target)
-        except BaseException:
+            if self.tmp is None:
+                self.tmp = f".{self.name}.{os.urandom(6).hex()}"
+                # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N: AT_EMPTY_PATH would need
+                # CAP_DAC_READ_SEARCH.
+                os.link(f"/proc/self/fd/{self.fd}", self.tmp, dst_dir_fd=self.dir_fd)
+            elif self._at(self.tmp) != self.file_id:
+                self.tmp = None  # another file now: not ours to remove
+                raise Refused(f"{self.target}: its temporary file was replaced during the run")
+            self._refuse_other_kinds()
+            os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            self.tmp = None
+            if self._at(self.name) != self.file_id:
+                raise Refused(f"{self.target}: replaced as it was put in place")
+            try:
+                moved = _identity(os.stat(self.parent)) != self.dir_id
+            except OSError:
+                moved = True
+            if moved:
+                raise Refused(f"{self.parent}: the record's directory was moved during the run")
+        finally:
             self.discard()
-            raise
 
     def discard(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp, dir_fd=self.dir_fd)
+            except OSError:
+                pass
+            self.tmp = None
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+
+def write_unreserved(path: str, data: bytes) -> str | None:
+    """Write a record that could not be reserved before the run (sealed if the key can
+    be read now): Refused when ``path`` is there and not a regular file. Why the record
+    is not sealed, or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{os.path.abspath(path)}: {_kind(st.st_mode)}, not a regular file")
+    unsealed = None
+    try:
+        data = seal.seal_record(seal.load_key(create=True), data)
+    except (OSError, seal.SealError) as e:
+        unsealed = str(e)
+    write_atomic(path, data)
+    return unsealed
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a special file"
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:

@@ -278,10 +278,22 @@ class RunRecord(MessageBase):
                 data.pop("connections", None)
             if not self.connections_omitted:
                 data.pop("connections_omitted", None)
+            if self.seal is None:  # and one without a key, the record it always did
+                data.pop("seal", None)
         return data
 
     started: AwareDatetime = Field(strict=False, description="When the run started.")
     ended: AwareDatetime = Field(strict=False, description="When it ended.")
+    seal: str | None = Field(
+        default=None,
+        pattern=r"^hmac-sha256:[0-9a-f]{64}$",
+        description=(
+            "HMAC-SHA256, under the user's key in cvg's state directory, of the record's "
+            "bytes as cvg-run wrote them without this member (always the last). Absent "
+            "when the key could not be used; `cvg-explain --apply` refuses a record "
+            "whose seal is absent or does not match."
+        ),
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RunRecord:
