@@ -10,18 +10,20 @@ through the real `cvg-run -p POLICY -- PYTHON ATTACK.py NAME` at
 each Landlock ABI of the cell (the native one, and with --matrix 4 and 6
 through CVG_LANDLOCK_ABI_MAX: a simulation on a newer kernel).
 
-Outcomes per cell: contained, escaped, documented-limit (the oracle fired, but
-only through a limit docs/design.md documents), not-proven (the oracle did not fire
-even without a sandbox on this host). Exit status 1 on any escape.
+Outcomes per cell: contained (the attack's attempted marker arrived and the oracle
+stayed silent), escaped, documented-limit (the oracle fired, but only through a
+limit docs/design.md documents), refused (cvg-run exited 125 before the tool
+started), timed-out (the runner ended the run), not-attempted (the marker never
+arrived), not-proven (the oracle did not fire even without a sandbox on this host).
 
 Must run as root: it runs every attack as root and as the unprivileged user
 (`cvgtest`, created if missing). Everything runs under one interpreter of the
 runner's Python version that `cvgtest` can execute (probes.find_python), from a
 staged, world-readable copy of the packages and of support/.
 
-It exits 1 on any escape, on a runner error, when fewer attacks are proven (per
-identity) than escape/results/results.json records for the same attacks, and 2 when
---only matches nothing.
+It exits 1 on any escape, runner error or not-attempted cell, and on what gates.py
+finds against escape/results/results.json: a proof lost, an attack deleted, a
+contained cell now refused, timed out or not attempted; 2 when --only matches nothing.
 """
 
 from __future__ import annotations
@@ -75,9 +77,13 @@ SINK_ORACLES = (
 REFUSED = 125  # cvg-run's status when it refuses to start the tool (bad or degraded policy)
 
 sys.path.insert(0, str(HERE))
+import gates  # noqa: E402
 import probes  # noqa: E402
 
 from cvg_testing import Sink  # noqa: E402
+
+sys.path.insert(0, str(ATTACKS_DIR))
+from _lib import attempted_marker  # noqa: E402
 
 # The limits docs/design.md ("What is enforced, and what is not") documents. An oracle
 # that fires in a cell counts as documented-limit only when the attack names one
@@ -813,7 +819,10 @@ def _command(at: Attempt) -> list:
     cmd = [PY, "-c", CVG_MAIN]
     if a["policy"] != "default":
         cmd += ["-p", str(at.policy)]
-        if job["abi"] < 6 and not at.extra.get("no_degraded"):
+        # A policy this kernel (or simulated ABI) cannot enforce fully runs degraded,
+        # so the cell tests what is still enforced and the documented limit decides;
+        # no_degraded attacks test the refusal itself.
+        if not at.extra.get("no_degraded"):
             cmd.append("--allow-degraded")
     return [*cmd, "--", *attack_cmd]
 
@@ -1263,11 +1272,13 @@ def _judge(at: Attempt) -> tuple[bool, str]:
 def _result(at: Attempt, fired: bool, evidence: str) -> dict:
     if at.run1 is not None:
         evidence += f" (second run; the first exited {at.run1})"
-    refused = at.job["abi"] is not None and at.proc.returncode == REFUSED
+    attempted = attempted_marker(at.a["name"], at.tok) in at.stdout
+    refused = at.job["abi"] is not None and at.proc.returncode == REFUSED and not attempted
     if refused and not fired:
         last = (at.stderr.strip().splitlines() or [""])[-1][:120]
         evidence = f"refused: cvg-run exited {REFUSED} without starting the tool ({last})"
     return {
+        "attempted": attempted,
         "refused": refused,
         "fired": fired,
         "evidence": evidence,
@@ -1692,12 +1703,23 @@ def outcome(baseline: dict, cell: dict, attack: dict, abi: int) -> tuple[str, st
         return "not-proven", f"not proven unconfined on this host: {why}"
     if cell.get("error"):
         return "escaped", f"runner error in the sandboxed run: {cell['evidence']}"
-    if not cell["fired"]:
-        return "contained", cell["evidence"]
-    limit = attack.get("limit")
-    if limit and LIMITS[limit][1](abi, attack["policy"]):
-        return "documented-limit", f"{cell['evidence']} [limit: {LIMITS[limit][0]}; {LIMIT_DOC}]"
-    return "escaped", cell["evidence"]
+    if cell["fired"]:
+        limit = attack.get("limit")
+        if limit and LIMITS[limit][1](abi, attack["policy"]):
+            why = f"{cell['evidence']} [limit: {LIMITS[limit][0]}; {LIMIT_DOC}]"
+            return "documented-limit", why
+        return "escaped", cell["evidence"]
+    # The oracle did not fire; that is containment only if the attack ran.
+    if cell.get("refused"):
+        return "refused", cell["evidence"]
+    if cell.get("timeout"):
+        return "timed-out", f"ended at the runner's deadline: {cell['evidence']}"
+    if not cell.get("attempted"):
+        return "not-attempted", (
+            "the attack's attempted marker never arrived (the tool started, the attack"
+            f" did not run): {cell['evidence']}"
+        )
+    return "contained", cell["evidence"]
 
 
 # --------------------------------------------------------------------------- main
@@ -1767,6 +1789,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     attacks = load_attacks()
+    registry = dict(attacks)
     if opts.only:
         chosen = {}
         for pat in opts.only.split(","):
@@ -1845,7 +1868,6 @@ def main(argv: list[str] | None = None) -> int:
         with ctx.Pool(n, initializer=_worker_init, maxtasksperchild=20) as pool:
             for i, res in zip(idx, pool.imap(run_job, [jobs[i] for i in idx]), strict=True):
                 results[i] = res
-    shutil.rmtree(tmp, ignore_errors=True)
     elapsed = time.monotonic() - t_start
 
     per_attack: dict[str, dict] = {}
@@ -1866,7 +1888,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         if job["abi"] is None:
             entry["baseline"][job["identity"]] = results[i]
-    failed = []
+    committed = json.loads((RESULTS_DIR / "results.json").read_text())["attacks"]
+    varies = {name for name, a in attacks.items() if "proof_varies" in a.extra}
+    if not opts.cell:
+        retry_proofs(jobs, results, per_attack, committed, identities, varies, ctx)
+    shutil.rmtree(tmp, ignore_errors=True)
+    failed, untested = [], []
     for i, job in enumerate(jobs):
         if job["abi"] is None:
             continue
@@ -1874,10 +1901,6 @@ def main(argv: list[str] | None = None) -> int:
         entry = per_attack[a["name"]]
         base = entry["baseline"][job["identity"]]
         res = results[i]
-        if opts.cell and res.get("timeout") and not res.get("fired"):
-            # Under emulation a slow run must not pass for a contained one.
-            why = f"ended at --hard-timeout {HARD_TIMEOUT:.0f} s"
-            res = results[i] = {**res, "error": True, "evidence": why}
         verdict, why = outcome(base, res, a, job["abi"])
         cell = f"{job['identity']}/abi{job['abi']}{'-sim' if job['abi_sim'] else ''}"
         if opts.cell:
@@ -1892,6 +1915,11 @@ def main(argv: list[str] | None = None) -> int:
                     print("    " + res[k].strip()[-300:].replace("\n", "\n    "), flush=True)
         if verdict == "escaped":
             failed.append((a["name"], cell, why, res.get("stderr", "")[-200:]))
+        elif verdict == "not-attempted" or (opts.cell and verdict == "timed-out"):
+            # A tool that started but never ran the attack tests nothing; nor, on a
+            # real kernel with no committed cell to compare with, does a run ended
+            # at --hard-timeout.
+            untested.append(f"{verdict.upper()} {cell} {a['name']}: {why[:160]}")
     if opts.merge:
         old = json.loads((out_dir / "results.json").read_text())
         per_attack = {**old["attacks"], **per_attack}
@@ -1909,8 +1937,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, why in errors:
         print(f"RUNNER ERROR {name}: {why}", file=sys.stderr)
-    varies = {name for name, a in attacks.items() if a.extra.get("proof_varies")}
-    lost = [] if opts.cell else proven_shortfall(per_attack, identities, varies)
+    lost = untested + gates.varies_reasons({n: a.extra for n, a in registry.items()})
+    if not opts.cell:
+        lost += gates.lost_proofs(per_attack, committed, identities)
+        lost += gates.deleted(set(registry), committed)
+        lost += gates.untested_now(per_attack, committed)
     for line in lost:
         print(line)
     if failed:
@@ -1921,40 +1952,31 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if errors or lost else 0
 
 
+def retry_proofs(jobs, results, per_attack, committed, identities, varies, ctx) -> None:
+    """Run the bare run of each `proof_varies` attack the committed results prove and
+    this run did not, up to gates.PROOF_TRIES times in all, keeping the first that
+    fires: such a proof may fail once, but not every time."""
+    pending = gates.to_retry(per_attack, committed, identities, varies)
+    if not pending:
+        return
+    with ctx.Pool(1, initializer=_worker_init, maxtasksperchild=1) as pool:
+        for name, ident in pending:
+            i = next(
+                k
+                for k, j in enumerate(jobs)
+                if j["abi"] is None and j["identity"] == ident and j["attack"]["name"] == name
+            )
+            for n in range(2, gates.PROOF_TRIES + 1):
+                res = pool.apply(run_job, (jobs[i],))
+                print(f"proof_varies {name} as {ident}: try {n}: {res['evidence'][:100]}")
+                if res["fired"]:
+                    results[i] = per_attack[name]["baseline"][ident] = res
+                    break
+
+
 def platform_version(py: str) -> str:
     r = subprocess.run([py, "-V"], capture_output=True, text=True)
     return (r.stdout or r.stderr).strip()
-
-
-def proven_shortfall(
-    per_attack: dict, identities: list[str], varies: set[str] | frozenset[str] = frozenset()
-) -> list[str]:
-    """Fewer attacks proven than the committed results.json records for the same
-    attacks (per identity) means the matrix lost power on this host: a failure,
-    whatever the cells say. Attacks in ``varies`` (``proof_varies``: whether they can
-    be proven bare depends on the machine's state at that moment, and says so) are
-    left out of the count both ways."""
-    committed = json.loads((RESULTS_DIR / "results.json").read_text())["attacks"]
-    lines = []
-    for ident in identities:
-        was = {
-            n
-            for n in per_attack
-            if n not in varies
-            and committed.get(n, {}).get("baseline", {}).get(ident, {}).get("fired")
-        }
-        now = {
-            n
-            for n, e in per_attack.items()
-            if n not in varies and e["baseline"].get(ident, {}).get("fired")
-        }
-        if len(now & set(committed)) < len(was):
-            gone = ", ".join(sorted(was - now))
-            lines.append(
-                f"PROVEN COUNT FELL as {ident}: {len(now & set(committed))} of the attacks"
-                f" results.json proves ({len(was)}); not proven now: {gone}"
-            )
-    return lines
 
 
 if __name__ == "__main__":

@@ -98,10 +98,20 @@ def out(*parts: object) -> None:
     print(*parts, flush=True)
 
 
+def attempted_marker(name: str, tok: str) -> str:
+    """The line an attack prints on its standard output just before it makes its
+    call. The runner counts a sandboxed run as contained only when this line (with
+    the run's random token) arrived: an attack that never ran proves nothing."""
+    return f"cvg-escape: attempting {name} {tok}"
+
+
 def main(module_globals: dict) -> None:
     name = sys.argv[1]
     a = args()
     func = REGISTRY[name].func
+    # Written straight to the descriptor: an attack that ends itself with a signal
+    # or os._exit must not leave it in a buffer.
+    os.write(1, (attempted_marker(name, a["tok"]) + "\n").encode())
     try:
         func(a)
     except OSError as e:
