@@ -11,7 +11,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import gates  # noqa: E402
-import run  # noqa: E402
+import judges  # noqa: E402
+import staging  # noqa: E402
 
 DATA = json.loads((HERE / "results" / "results.json").read_text())["attacks"]
 
@@ -68,7 +69,7 @@ def test_a_proof_varies_attack_is_retried_not_forgiven():
 
 
 def test_every_proof_varies_says_why():
-    registry = run.load_attacks()
+    registry = staging.load_attacks()
     extras = {n: a.extra for n, a in registry.items()}
     assert any("proof_varies" in e for e in extras.values())
     assert gates.varies_reasons(extras) == []
@@ -82,9 +83,9 @@ def _cell(**kw):
 def test_a_cell_is_contained_only_when_the_attack_ran():
     base = {"fired": True, "evidence": "fired"}
     attack = {"limit": None, "policy": "workspace"}
-    assert run.outcome(base, _cell(), attack, 7)[0] == "contained"
-    assert run.outcome(base, _cell(attempted=False), attack, 7)[0] == "not-attempted"
-    assert run.outcome(base, _cell(refused=True, attempted=False), attack, 7)[0] == "refused"
-    assert run.outcome(base, _cell(timeout=True), attack, 7)[0] == "timed-out"
-    assert run.outcome(base, _cell(fired=True), attack, 7)[0] == "escaped"
-    assert run.outcome({"fired": False, "evidence": "x"}, _cell(), attack, 7)[0] == "not-proven"
+    assert judges.outcome(base, _cell(), attack, 7)[0] == "contained"
+    assert judges.outcome(base, _cell(attempted=False), attack, 7)[0] == "not-attempted"
+    assert judges.outcome(base, _cell(refused=True, attempted=False), attack, 7)[0] == "refused"
+    assert judges.outcome(base, _cell(timeout=True), attack, 7)[0] == "timed-out"
+    assert judges.outcome(base, _cell(fired=True), attack, 7)[0] == "escaped"
+    assert judges.outcome({"fired": False, "evidence": "x"}, _cell(), attack, 7)[0] == "not-proven"

@@ -161,7 +161,7 @@ def test_what_the_kernel_does_not_implement_answers_enosys() -> None:
 
 
 def _escape_registry() -> set[str]:
-    # The way escape/run.py's load_attacks() reads the @attack registry, in a separate
+    # The way escape/staging.py's load_attacks() reads the @attack registry, in a separate
     # interpreter: the attack modules are imported under bare names (sched, exec, ...)
     # that must not shadow anything in this one.
     code = (
