@@ -89,6 +89,17 @@ def leave_a_daemon(seconds: float = 8) -> None:
     time.sleep(0.2)
 
 
+def hold_descriptors(n: int, seconds: float = 1) -> None:
+    """Open /dev/null ``n`` times (as many as the limit lets) and hold them ``seconds``,
+    for the runner to count."""
+    fds = []
+    try:
+        for _ in range(n):
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+    finally:
+        time.sleep(seconds)
+
+
 def args() -> dict:
     """The arguments file the runner wrote, or the arguments themselves (inline
     attacks, whose working directory the policy does not grant)."""

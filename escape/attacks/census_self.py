@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lib import attack, leave_a_daemon, libc, main, out, sys_call
+from _lib import attack, hold_descriptors, leave_a_daemon, libc, main, out, sys_call
 
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
 NR_SECCOMP, NR_UNSHARE = 317, 272
@@ -96,12 +96,7 @@ def setrlimit_raise_open_files(a):
         resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
     except (OSError, ValueError) as e:
         out(f"setrlimit: {e}")
-    fds = []
-    try:
-        for _ in range(200):
-            fds.append(os.open("/dev/null", os.O_RDONLY))
-    finally:
-        time.sleep(1)
+    hold_descriptors(200)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lib import attack, leave_a_daemon, main
+from _lib import attack, hold_descriptors, leave_a_daemon, main
 
 LIMITS = {
     "wall": 4.5,
@@ -188,12 +188,7 @@ def file_size_pwrite_far_offset(a):
 @attack("resources", "fds", policy="limits", hold=1.0, extra=_lim())
 def open_files_beyond_limit(a):
     """Hold 200 descriptors open (open_files: 64). Stopped by RLIMIT_NOFILE."""
-    fds = []
-    try:
-        for _ in range(200):
-            fds.append(os.open("/dev/null", os.O_RDONLY))
-    finally:
-        time.sleep(1)
+    hold_descriptors(200)
 
 
 if __name__ == "__main__":
