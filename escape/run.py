@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="name the cells IDENTITY/NAME (e.g. linux-6.1 for a real kernel in a virtual"
         " machine, tools/kernel-run): native ABI only, no comparison with the committed"
-        " results' proven counts (another kernel proves what it proves)",
+        " results (another kernel proves what it proves); a timed-out cell fails",
     )
     p.add_argument(
         "--hard-timeout",
