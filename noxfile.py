@@ -260,7 +260,8 @@ def escape(session: nox.Session) -> None:
     through the real cvg-run, judged by external oracles; fails on any escape outside
     docs/design.md's documented limits. Native ABI by default, into a scratch directory (the
     committed results stay as they are); `-- --matrix` runs ABI 4 and 6 too
-    (simulated) and rewrites escape/results/. Then checks the reports for drift.
+    (simulated) and rewrites escape/results/. Then checks the reports for drift, tests
+    the gates, and runs escape/test_grants.py.
     As the unprivileged user, cvg-run runs under a system Python of this venv's version
     that the user can execute (escape/run.py finds it and records it), from a staged
     copy of this venv's packages. Needs root."""
@@ -271,7 +272,12 @@ def escape(session: nox.Session) -> None:
     try:
         session.run("python", "escape/run.py", *args)
     finally:
-        session.run("pytest", "escape/test_report.py", "-q")
+        # The reports' drift, the gates against the committed results, and moving
+        # files between grants through the real cvg-run (root and cvgtest).
+        session.run(
+            "pytest", "escape/test_report.py", "escape/test_gates.py", "escape/test_grants.py",
+            "-q",
+        )  # fmt: skip
 
 
 # The programs the false-denial workloads run, by the Debian package that ships them.

@@ -20,7 +20,17 @@ ROOT = HERE.parent
 TOP_README = ROOT / "README.md"
 BEGIN = "<!-- escape:begin -->"
 END = "<!-- escape:end -->"
-OUTCOMES = ("contained", "documented-limit", "escaped", "not-proven")
+# refused: cvg-run exited 125 before the tool started; timed-out: the runner ended
+# the run; not-attempted: the attack's marker never arrived. Proven, not contained.
+OUTCOMES = (
+    "contained",
+    "documented-limit",
+    "escaped",
+    "refused",
+    "timed-out",
+    "not-attempted",
+    "not-proven",
+)
 
 
 def wilson(k: int, n: int) -> list[float]:
@@ -33,7 +43,7 @@ def _counts(attacks: dict, cell: str, names: list[str]) -> dict:
         o = attacks[n]["cells"].get(cell, {}).get("outcome")
         if o:
             c[o] += 1
-    proven = c["contained"] + c["documented-limit"] + c["escaped"]
+    proven = sum(c[o] for o in OUTCOMES if o != "not-proven")
     return {**c, "proven": proven, "escaped_ci95": wilson(c["escaped"], proven)}
 
 
@@ -95,17 +105,14 @@ def _sim(cells: list[str]) -> bool:
 
 def summary_table(data: dict) -> list[str]:
     lines = [
-        "| cell | attacks | proven | contained | documented-limit | escaped | not-proven "
-        "| escaped/proven, Wilson 95% |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| cell | attacks | proven | " + " | ".join(OUTCOMES) + " | escaped/proven, Wilson 95% |",
+        "|---|---:|---:|" + "---:|" * len(OUTCOMES) + "---|",
     ]
     for cell in data["cells"]:
         c = data["summary"][cell]
-        total = sum(c[o] for o in OUTCOMES)
-        lines.append(
-            f"| `{cell}` | {total} | {c['proven']} | {c['contained']} | "
-            f"{c['documented-limit']} | {c['escaped']} | {c['not-proven']} | {_ci(c)} |"
-        )
+        total = sum(c.get(o, 0) for o in OUTCOMES)
+        counts = " | ".join(str(c.get(o, 0)) for o in OUTCOMES)
+        lines.append(f"| `{cell}` | {total} | {c['proven']} | {counts} | {_ci(c)} |")
     return lines
 
 
@@ -159,15 +166,21 @@ def results_readme(data: dict) -> str:
         "contained": "ok",
         "documented-limit": "limit",
         "escaped": "**ESCAPED**",
+        "refused": "refused",
+        "timed-out": "timeout",
+        "not-attempted": "**not run**",
         "not-proven": "n/p",
     }
     out += [
         "",
         "## Per attack",
         "",
-        "`ok` contained, `limit` documented-limit, `n/p` not proven on this host, "
-        "**ESCAPED** escaped. Policy `default` is cvg-run's embedded default policy; the "
-        "others are in [escape/policies/](../policies/).",
+        "`ok` contained (the attack's attempted marker arrived and its oracle stayed "
+        "silent), `limit` documented-limit, `refused` cvg-run exited 125 before the tool "
+        "started, `timeout` the runner ended the run, **not run** the tool started but the "
+        "attack's marker never arrived, `n/p` not proven on this host, **ESCAPED** escaped. "
+        "Only `ok` and `limit` count as contained. Policy `default` is cvg-run's "
+        "embedded default policy; the others are in [escape/policies/](../policies/).",
         "",
         "| attack | class | policy | oracle | " + " | ".join(f"`{c}`" for c in cells) + " |",
         "|---|---|---|---|" + "---|" * len(cells),

@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import probes  # noqa: E402
-import run  # noqa: E402
+import runtime  # noqa: E402
+import staging  # noqa: E402
 
 TOOL = """
 import json, os, sys
@@ -55,7 +56,7 @@ ipc: {signal_outside: false}
 def staged():
     if os.geteuid() != 0:
         pytest.fail("escape/test_grants.py runs cvg-run as root and as cvgtest: run it as root")
-    user = run.ensure_unpriv_user()
+    user = staging.ensure_unpriv_user()
 
     def as_unpriv():
         os.setgroups([])
@@ -65,7 +66,7 @@ def staged():
     py = probes.find_python(as_unpriv)
     tmp = Path(tempfile.mkdtemp(prefix="cvg-grants-", dir="/tmp"))
     tmp.chmod(0o755)
-    yield py, run.stage_python(tmp), user
+    yield py, staging.stage_python(tmp), user
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -87,7 +88,7 @@ def _run(py: str, pythonpath: str, ident: pwd.struct_passwd | None, sandboxed: b
 
     cmd = [py, "-c", TOOL]
     if sandboxed:
-        cmd = [py, "-c", run.CVG_MAIN, "-p", str(base / "policy.yaml"), "--", *cmd]
+        cmd = [py, "-c", runtime.CVG_MAIN, "-p", str(base / "policy.yaml"), "--", *cmd]
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": pythonpath,

@@ -44,14 +44,19 @@ The classes:
 New and unknown calls: a syscall number newer than the table gets ENOSYS from the
 filter, so a C library falls back to an older call; a name the table gains without a
 classification here fails the census test, so it is decided before a release allows
-it. Names the kernel's own table reserves with no entry point (on x86_64: vserver,
-afs_syscall, tuxcall, security, getpmsg, putpmsg, create_module, get_kernel_syms,
-query_module, nfsservctl, and uselib since its removal) have no number in the table:
-the deny list cannot name them, and the kernel answers their numbers with ENOSYS.
+it. The calls the kernel does not implement are here too, marked **unimplemented**
+({unimplemented} of them): the x86_64-only ones the kernel answers ENOSYS, and the names
+of x86_64's `asm/unistd_64.h` that the table has no entry for, removed from the kernel
+or reserved and never implemented (`_sysctl`, `create_module`, `get_kernel_syms`,
+`query_module`, `nfsservctl`, `getpmsg`, `putpmsg`, `afs_syscall`, `tuxcall`,
+`security`, `vserver`, and `uselib` since its removal). The kernel answers their numbers
+ENOSYS, and so does the filter (a number the table lacks); the test checks both, and
+that every name of the header is in the census.
 
 The attacks are the escape attacks (`escape/attacks`, run by `escape/run.py`) that make
-the call, or a sibling reaching the same kernel check (`open` and `openat`); "none yet"
-means no attack tries it.
+the call, or a sibling reaching the same kernel check (`open` and `openat`). Where there
+is none, the column says why no route exists, or which other call's attack shows the same
+limit; "none yet" means no attack tries it and no reason is written.
 """
 
 
@@ -69,7 +74,11 @@ def cell(text: str) -> str:
 def render() -> str:
     entries = sorted(census.CENSUS.values(), key=lambda e: e.name)
     unknown = sum(1 for e in entries if e.cls == "unknown")
-    intro = INTRO.format(linux=LINUX_VERSION, unknown=unknown or "none")
+    intro = INTRO.format(
+        linux=LINUX_VERSION,
+        unknown=unknown or "none",
+        unimplemented=len(census.UNIMPLEMENTED),
+    )
     lines = [intro, "## Count per class", ""]
     lines.append("| class | " + " | ".join(ARCHES) + " | names in the census |")
     lines.append("|---|" + "---:|" * (len(ARCHES) + 1))
@@ -95,7 +104,11 @@ def render() -> str:
         ]
         for e in rows:
             verdict = f"{e.cls} ({e.errno})" if e.cls == "deny" else e.cls
-            attacks = ", ".join(e.attack) or "none yet"
+            if e.name in census.UNIMPLEMENTED:
+                verdict += ", **unimplemented**"
+            attacks = ", ".join(e.attack) or census.NO_ROUTE.get(e.name, "none yet")
+            if e.name in census.UNIMPLEMENTED:
+                attacks = "none: nothing to call"
             lines.append(f"| {e.name} | {verdict} | {cell(e.why)} | {arches(e.name)} | {attacks} |")
     lines.append("")
     return "\n".join(lines)

@@ -9,11 +9,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _lib import attack, main, out
 
 
-@attack("defaults", "secret", policy="default", extra={"home": True})
+@attack("defaults", "secret", policy="default", extra={"home": True, "inline": True})
 def default_policy_home_ssh_key(a):
     """cvg-run with no -p, started in the home directory (HOME is the working
     directory, holding .ssh/id_rsa and .env): print both. The default policy reads
-    ${CWD}; should be stopped by a default that keeps secrets of the home out."""
+    ${CWD}; should be stopped by a default that keeps secrets of the home out. The
+    attack's code comes on the command line (`inline`): a default that grants nothing
+    of a home would otherwise keep the interpreter from reading the attack itself."""
     for name in (".ssh/id_rsa", ".env"):
         out(open(os.path.join(os.getcwd(), name)).read())
 

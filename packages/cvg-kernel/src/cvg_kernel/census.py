@@ -273,11 +273,31 @@ ARCH_SPECIFIC = frozenset(
     }
 )
 
+# The names of the kernel's x86_64 header (asm/unistd_64.h) that the syscall table has
+# no entry for: removed from the kernel (_sysctl in 5.5, create_module, query_module,
+# get_kernel_syms and nfsservctl long before) or reserved and never implemented. Their
+# numbers stay reserved; the kernel answers them ENOSYS, and so does the filter (a
+# number the table lacks is answered ENOSYS, see seccomp._rest).
+REMOVED_X86_64: Mapping[str, int] = {
+    "create_module": 174,
+    "get_kernel_syms": 177,
+    "query_module": 178,
+    "nfsservctl": 180,
+    "getpmsg": 181,
+    "putpmsg": 182,
+    "afs_syscall": 183,
+    "tuxcall": 184,
+    "security": 185,
+    "_sysctl": 156,
+    "vserver": 236,
+}
+
 UNIMPLEMENTED = frozenset(
     {"set_thread_area", "get_thread_area", "epoll_ctl_old", "epoll_wait_old", "uselib"}
+    | set(REMOVED_X86_64)
 )
-"""Denied names the kernel itself answers with ENOSYS (uselib has no number in the
-table any more): there is nothing for an escape attack to try."""
+"""Names the kernel itself answers with ENOSYS (uselib and REMOVED_X86_64 have no
+number in the table): there is nothing for an escape attack to try."""
 
 # --------------------------------------------------------------------------- the rest
 
@@ -293,6 +313,14 @@ _DESCRIPTOR = (
 )
 
 _OTHERS: tuple[Group, ...] = (
+    Group(
+        "deny",
+        tuple(REMOVED_X86_64),
+        "unimplemented: removed from the kernel or never implemented, with a number the "
+        "x86_64 header still reserves and no entry point; the kernel answers it ENOSYS, and "
+        "the filter answers ENOSYS to any number the syscall table lacks",
+        "ENOSYS",
+    ),
     Group(
         "deny",
         ("clone3",),
@@ -1147,7 +1175,80 @@ ATTACKS: Mapping[str, tuple[str, ...]] = {
     "sched_getparam": ("sched_getparam_sentinel", "sched_setparam_sentinel"),
     "sched_getscheduler": ("sched_getscheduler_sentinel",),
     "sched_rr_get_interval": ("sched_rr_get_interval_sentinel",),
+    # allow: the caller's own limits, attributes, filter and Landlock domain, used to try
+    # to loosen what cvg-run set up
+    "prctl": (
+        "prctl_subreaper_keeps_daemon",
+        "seccomp_own_allow_filter_then_unshare",
+        "landlock_own_ruleset_then_read_secret",
+    ),
+    "seccomp": ("seccomp_own_allow_filter_then_unshare",),
+    "landlock_create_ruleset": ("landlock_own_ruleset_then_read_secret",),
+    "landlock_add_rule": ("landlock_own_ruleset_then_read_secret",),
+    "landlock_restrict_self": ("landlock_own_ruleset_then_read_secret",),
+    "setrlimit": ("setrlimit_raise_open_files",),
 }
+
+_IDS = (
+    "no route: with CAP_SETUID and CAP_SETGID dropped and no_new_privs set, it can only "
+    "permute the real, effective and saved ids the caller already has (all the one user "
+    "cvg-run was started as) or give up groups and capabilities; no id or right the "
+    "caller lacks is reachable"
+)
+_MOVES = (
+    "no route: it moves bytes between descriptors the caller already holds (vmsplice: and "
+    "its own memory); each file was checked by Landlock when opened, as for read and "
+    "write, and an inherited one is read_inherited_file_descriptor's case"
+)
+_AIO = (
+    "no route: Linux AIO only reads, writes, syncs and polls descriptors the caller "
+    "already holds; it opens and connects nothing (io_uring, which can, is denied)"
+)
+_LOCK = (
+    "no route to another process or file: it pins the caller's own pages, bounded by "
+    "RLIMIT_MEMLOCK; locked pages are resident, so memory_mb's sampling counts them as "
+    "for memory_one_process"
+)
+
+
+def _sibling(attack: str, via: str) -> str:
+    return (
+        f"no attack of its own: the same documented limit (metadata is outside Landlock) "
+        f"through another entry point, shown by {attack} through {via}"
+    )
+
+
+NO_ROUTE: Mapping[str, str] = {
+    **dict.fromkeys(
+        (
+            "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+            "setfsuid", "setfsgid", "setgroups", "capset",
+        ),
+        _IDS,
+    ),
+    **dict.fromkeys(("splice", "vmsplice", "tee"), _MOVES),
+    **dict.fromkeys(
+        ("io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel", "io_pgetevents"),
+        _AIO,
+    ),
+    **dict.fromkeys(("mlock", "mlock2", "mlockall"), _LOCK),
+    "memfd_secret": (
+        "no route to another process or file: the memory is the caller's own, hidden even "
+        "from the kernel; whether it counts against memory_mb is not tested"
+    ),
+    **{n: _sibling("chmod_canary", "chmod") for n in ("fchmod", "fchmodat2")},
+    **{n: _sibling("chown_canary_to_self", "chown") for n in ("fchown", "lchown", "fchownat")},
+    **{n: _sibling("utime_canary", "utimensat") for n in ("utime", "utimes", "futimesat")},
+    **{
+        n: _sibling("setxattr_canary", "setxattr")
+        for n in (
+            "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr",
+            "fremovexattr", "removexattrat", "file_setattr",
+        )
+    },
+}  # fmt: skip
+"""Allowed calls with no escape attack, and why none can exist or why another call's
+attack stands for it (docs/syscall-census.md prints it in the attacks column)."""
 
 
 def _census() -> dict[str, Entry]:
