@@ -63,6 +63,13 @@ step("edit", lambda: write(P("a.txt"), "edited\n", "a"))
 step("edited", lambda: read(P("a.txt")))
 step("unlink made/f", lambda: os.unlink(P("made", "f")) or "OK")
 step("rmdir made", lambda: os.rmdir(P("made")) or "OK")
+def tmpfile():
+    fd = os.open(proj, os.O_TMPFILE | os.O_RDWR, 0o660)
+    try:
+        return oct(os.fstat(fd).st_mode & 0o777)
+    finally:
+        os.close(fd)
+step("tmpfile", tmpfile)
 step("read .env", lambda: read(P(".env")))
 step("read .env by ..", lambda: read(os.path.join(proj, "sub", "..", ".env")))
 def at():
@@ -174,6 +181,7 @@ def test_a_write_grant_with_a_deny_keeps_the_directory_working(
     assert got["rename"] == "OK" and got["renamed"] == "new\n"
     assert got["edit"] == "OK" and got["edited"] == "a\nedited\n"
     assert got["unlink made/f"] == "OK" and got["rmdir made"] == "OK"
+    assert got["tmpfile"] == "0o640"
     # The denied entry: no way to read it, change it, replace it or reach it by another name.
     for name in ("read .env", "read .env by ..", "read .env by dirfd", "read hard link",
                  "append .env", "truncate .env", "link .env", "read symlink",
@@ -196,7 +204,7 @@ def test_a_read_grant_with_a_deny_lists_and_reads_but_never_writes(
     got, text = run_tool(box, identity, "read")
     assert got["list"] == [".env", "a.txt", "envlink", "sub"]
     assert got["edited"] == "a\n"  # readable
-    for name in ("create", "mkdir", "edit", "read .env", "read .env by dirfd",
+    for name in ("create", "mkdir", "edit", "tmpfile", "read .env", "read .env by dirfd",
                  "read hard link", "append .env", "unlink .env", "rename .env away",
                  "recreate .env", "symlink .env"):  # fmt: skip
         assert got[name] == "EACCES", (name, got)

@@ -382,6 +382,9 @@ class PathGuards:
                 creating: bool) -> tuple[int, bool]:  # fmt: skip
         """The descriptor for an open, and whether this call made the file. O_TRUNC
         waits for the inode check: a hard link to a denied file is never cut."""
+        if keep & _O_TMPFILE == _O_TMPFILE:
+            self._as_tool(tid)  # an unnamed file: made now, with the tool's mode
+            return self._beneath(tree, rel, keep, mode & 0o7777), True
         if not creating:
             return self._beneath(tree, rel, keep), False
         if "make_reg" not in tree.access:
