@@ -262,6 +262,16 @@ class PathGuards:
                 return _Place(tree, rel, full, slash)
         return _Place(None, "", full, slash)
 
+    def _served(self, tid: int, dirfd: int, address: int,
+                pending: Callable[[], bool]) -> _Place | None:  # fmt: skip
+        """Where the path lands when the supervisor performs its call; None when the
+        tool's own call goes on (Landlock decides, or the path could not be read)."""
+        try:
+            place = self._place(tid, dirfd, address, pending)
+        except OSError:
+            return None
+        return place if place.served else None
+
     def _beneath(self, tree: _Tree, rel: str, flags: int, mode: int = 0) -> int:
         self._own()
         how = _OpenHow(flags | os.O_CLOEXEC, mode, _RESOLVE)
@@ -324,12 +334,9 @@ class PathGuards:
 
     def _open(self, tid: int, dirfd: int, address: int, flags: int, mode: int,
               resolve: int, pending: Callable[[], bool]) -> Any:  # fmt: skip
-        try:
-            place = self._place(tid, dirfd, address, pending)
-        except OSError:
-            return CONTINUE
-        tree = place.tree
-        if tree is None or not place.served:
+        place = self._served(tid, dirfd, address, pending)
+        tree = place.tree if place is not None else None
+        if place is None or tree is None:
             return CONTINUE
         if resolve & (_RESOLVE_BENEATH | _RESOLVE_IN_ROOT):
             return CONTINUE  # resolved from its own dirfd: Landlock decides
@@ -407,12 +414,9 @@ class PathGuards:
 
     def _make(self, tid: int, dirfd: int, address: int, mode: int, dev: int,
               pending: Callable[[], bool]) -> Any:  # fmt: skip
-        try:
-            place = self._place(tid, dirfd, address, pending)
-        except OSError:
-            return CONTINUE
-        tree = place.tree
-        if tree is None or not place.served:
+        place = self._served(tid, dirfd, address, pending)
+        tree = place.tree if place is not None else None
+        if place is None or tree is None:
             return CONTINUE
         kind = stat.S_IFMT(mode) or stat.S_IFREG
         right = _MAKE.get(kind)
@@ -443,12 +447,9 @@ class PathGuards:
 
     def _remove(self, tid: int, dirfd: int, address: int, flags: int,
                 pending: Callable[[], bool]) -> Any:  # fmt: skip
-        try:
-            place = self._place(tid, dirfd, address, pending)
-        except OSError:
-            return CONTINUE
-        tree = place.tree
-        if tree is None or not place.served:
+        place = self._served(tid, dirfd, address, pending)
+        tree = place.tree if place is not None else None
+        if place is None or tree is None:
             return CONTINUE
         right = "remove_dir" if flags & _AT_REMOVEDIR else "remove_file"
         if tree.what(place.full) != "plain" or right not in tree.access or not place.rel:
@@ -617,12 +618,9 @@ class PathGuards:
             os.close(parent)
 
     def _truncate(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]) -> Any:
-        try:
-            place = self._place(tid, _AT_FDCWD, args[0], pending)
-        except OSError:
-            return CONTINUE
-        tree = place.tree
-        if tree is None or not place.served:
+        place = self._served(tid, _AT_FDCWD, args[0], pending)
+        tree = place.tree if place is not None else None
+        if place is None or tree is None:
             return CONTINUE
         if tree.what(place.full) != "plain" or "truncate" not in tree.access:
             return _errno.EACCES
