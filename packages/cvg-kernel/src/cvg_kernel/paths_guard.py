@@ -427,12 +427,10 @@ class PathGuards:
             return _failed(_errno.EEXIST) if tree.what(place.full) == "held" else _errno.EACCES
         if not place.rel:
             return _failed(_errno.EEXIST)
-        try:
-            parent, name = self._parent(place)
-        except _Loop:
-            return CONTINUE
-        except OSError as e:
-            return _failed(e.errno or _errno.EIO)
+        opened = self._parent_or_answer(place)
+        if not isinstance(opened, tuple):
+            return opened
+        parent, name = opened
         try:
             self._as_tool(tid)
             if kind == stat.S_IFDIR:
@@ -454,12 +452,10 @@ class PathGuards:
         right = "remove_dir" if flags & _AT_REMOVEDIR else "remove_file"
         if tree.what(place.full) != "plain" or right not in tree.access or not place.rel:
             return _errno.EACCES
-        try:
-            parent, name = self._parent(place)
-        except _Loop:
-            return CONTINUE
-        except OSError as e:
-            return _failed(e.errno or _errno.EIO)
+        opened = self._parent_or_answer(place)
+        if not isinstance(opened, tuple):
+            return opened
+        parent, name = opened
         try:
             if flags & _AT_REMOVEDIR:
                 os.rmdir(name, dir_fd=parent)
@@ -488,14 +484,21 @@ class PathGuards:
             return _errno.EXDEV
         return src, dst
 
-    def _parents(self, src: _Place, dst: _Place) -> tuple[int, str, int, str] | Any:
-        """The directories of both ends and their last names, or the answer."""
+    def _parent_or_answer(self, place: _Place) -> tuple[int, str] | Any:
+        """:meth:`_parent`, or the call's answer when it cannot be opened."""
         try:
-            sp, sname = self._parent(src)
+            return self._parent(place)
         except _Loop:
             return CONTINUE
         except OSError as e:
             return _failed(e.errno or _errno.EIO)
+
+    def _parents(self, src: _Place, dst: _Place) -> tuple[int, str, int, str] | Any:
+        """The directories of both ends and their last names, or the answer."""
+        first = self._parent_or_answer(src)
+        if not isinstance(first, tuple):
+            return first
+        sp, sname = first
         try:
             dp, dname = self._parent(dst)
         except _Loop:
@@ -603,12 +606,10 @@ class PathGuards:
             return CONTINUE
         if tree.what(place.full) != "plain" or "make_sym" not in tree.access:
             return _errno.EACCES
-        try:
-            parent, name = self._parent(place)
-        except _Loop:
-            return CONTINUE
-        except OSError as e:
-            return _failed(e.errno or _errno.EIO)
+        opened = self._parent_or_answer(place)
+        if not isinstance(opened, tuple):
+            return opened
+        parent, name = opened
         try:
             os.symlink(text, name, dir_fd=parent)
             return 0
