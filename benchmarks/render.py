@@ -408,6 +408,12 @@ TARGETS: tuple[tuple[str, str, str, str], ...] = (
         "ms",
     ),
     ("trace", "notify", "`cvg-run --trace` (default mode) / `cvg-run`, worst workload", "x"),
+    (
+        "paths",
+        "served_open_at_most_100us",
+        "one open the supervisor performs (a deny inside a grant), p50",
+        "us",
+    ),
 )
 """The performance targets: (results key, target name, what, unit). Each is read from
 the ``targets`` of its key as the benchmark recorded it; the generate targets come from

@@ -297,3 +297,17 @@ def test_a_grant_on_a_protected_path_is_narrowed_not_removed(tmp_path: Path) -> 
         [Deny(vscode, "protected[0]", mode="protect")],
     )
     assert rules(result) == {vscode: READ}
+
+
+def test_a_hard_link_of_a_denied_file_gets_no_rule(tmp_path: Path) -> None:
+    h = tree(tmp_path, "proj/.env", "proj/a.txt")
+    os.link(f"{h}/proj/.env", f"{h}/proj/envlink")
+    res = apply_denies(
+        [Grant(f"{h}/proj", WRITE, ("filesystem.write[0]",))],
+        [Deny(f"{h}/proj/.env", "filesystem.deny[0]")],
+    )
+    # A rule is on the inode: one on envlink would grant .env by every name.
+    assert set(rules(res)) == {f"{h}/proj/a.txt"}
+    (e,) = res.expansions
+    assert e.held == [f"{h}/proj"] and e.denied == [f"{h}/proj/.env"]
+    assert "has 2 hard links" in res.findings[0].message

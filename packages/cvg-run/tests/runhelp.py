@@ -41,6 +41,7 @@ import yaml
 # Imported for the forked child: main() imports the policy compiler lazily, and
 # after dropping privileges the child can no longer read the stdlib under /root.
 # warm_up() then runs the lazy paths once, for what these imports do not reach.
+import cvg_kernel.paths_guard  # noqa: F401
 import cvg_policy.compile
 import cvg_policy.errors
 import cvg_policy.load

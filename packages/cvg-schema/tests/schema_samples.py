@@ -125,6 +125,9 @@ PLAN: dict[str, Any] = {
             "path": "/home/ann",
             "denied": ["/home/ann/.ssh"],
             "rules": 7,
+            "access": ["read_file", "read_dir"],
+            "held": ["/home/ann"],
+            "protected": [],
         }
     ],
     "source": {"policy_digest": DIGEST_A, "policy_path": "/srv/p.yaml", "facts_digest": None},

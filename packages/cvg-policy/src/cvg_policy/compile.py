@@ -308,6 +308,10 @@ def compile_report(
     scoped = _scopes(policy, target, degraded)
     _filesystem_degradations(policy, target, out, fs.grants, degraded)
     seccomp = _seccomp(policy, arch, net, target, accept_risk)
+    if fs.expansions:
+        # A held directory has no rule (Landlock would refuse listing it and creating
+        # in it): the supervisor serves the calls that name a path there.
+        seccomp["supervise"] = [*seccomp.get("supervise", ()), "paths"]
     res = policy.resources  # bounds (wall clock at most 7 days, as a plan holds) are the schema's
     env_set = {
         name: _expand(value, variables, f"environment.set.{name}")

@@ -3,13 +3,11 @@
 Landlock can only allow. A grant on a directory covers everything beneath it, so the
 only way to keep ``~/.ssh`` out of ``read: [~]`` is to not grant ``~`` at all and grant
 each of its children except ``.ssh`` instead, recursively down to the denied path's
-parent. The price, which the plan records in ``expansions`` and the explanation
-repeats:
-
-- an expanded directory itself loses the grant's rights (``ls ~`` and creating a file
-  directly in ``~`` are denied: only its children are granted);
-- an entry created in an expanded directory after compilation is not covered by any
-  rule, so it is denied until the policy is compiled again.
+parent. The plan records each expansion in ``expansions``: the directories left without a rule
+(held), the grant's rights, the denied and protected entries. Landlock alone would deny
+listing a held directory and creating anything in it; the supervisor serves those calls
+instead (seccomp ``paths``, :mod:`cvg_kernel.paths_guard`), so the directory keeps
+working as the grant says and the denied entries stay out.
 
 Everything here works on real paths (symlinks resolved), because Landlock attaches a
 rule to the inode its path resolves to. The filesystem is read through a
@@ -35,7 +33,7 @@ from .paths import inside
 # secrets' list and ``inside`` are wanted by programs that never compile a policy.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cvg_schema.plan import Expansion
+    from cvg_schema.plan import Expansion, FsRight
 
 __all__ = [
     "DEFAULT_MAX_RULES",
@@ -66,6 +64,10 @@ class FsView(Protocol):
     def realpath(self, path: str) -> str:
         """``path`` with every symlink resolved (a missing tail kept as written)."""
 
+    def inode(self, path: str) -> tuple[int, int, int] | None:
+        """``path``'s (st_dev, st_ino, st_nlink), a symlink not followed; None when
+        it is missing or unknown."""
+
 
 class OsView:
     """The real filesystem."""
@@ -84,6 +86,13 @@ class OsView:
 
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
+
+    def inode(self, path: str) -> tuple[int, int, int] | None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_nlink
 
 
 class DictView:
@@ -120,6 +129,9 @@ class DictView:
             for p in self._entries
             if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != path
         ]
+
+    def inode(self, path: str) -> tuple[int, int, int] | None:
+        return None
 
     def realpath(self, path: str) -> str:
         parts = [p for p in posixpath.normpath(path).split("/") if p]
@@ -179,6 +191,14 @@ class DenyResult:
 _KEPT_BY_PROTECT = frozenset({"read_file", "read_dir", "execute"})
 
 
+def _order_rights(access: frozenset[str]) -> list[FsRight]:
+    from typing import cast
+
+    from cvg_schema import FS_RIGHTS
+
+    return cast("list[FsRight]", [r for r in FS_RIGHTS if r in access])
+
+
 def _rights_for(kind: Kind, access: frozenset[str]) -> frozenset[str]:
     # A rule on a non-directory may carry only the file rights (EINVAL otherwise).
     return access if kind == "dir" else access & FILE_RIGHTS
@@ -190,14 +210,31 @@ def _expand_one(
     all_denied: Sequence[Deny],
     view: FsView,
     findings: list[Finding],
+    held: list[str],
 ) -> list[Grant]:
     """The rules replacing ``grant`` so that no path in ``denied`` (all strictly inside
-    it) is covered."""
+    it) is covered. ``held`` gets each directory left without a rule of its own."""
     out: list[Grant] = []
     address = grant.addresses[0]
     protected = {d.path for d in denied if d.mode == "protect"}
+    # A rule is on an inode: one on a hard link of a denied file would grant the file.
+    secret = set()
+    for d in denied:
+        known = view.inode(d.path) if d.mode == "deny" else None
+        if known is not None:
+            secret.add(known[:2])
+            if known[2] > 1 and view.kind(d.path) == "file":
+                findings.append(
+                    Finding(
+                        "warning",
+                        d.address,
+                        f"{d.path} has {known[2]} hard links: one directly in a directory "
+                        "on the way to it is denied too, one deeper in the grant is not",
+                    )
+                )
 
     def walk(directory: str, below: list[str]) -> None:
+        held.append(directory)
         try:
             names = sorted(view.listdir(directory))
         except OSError as e:
@@ -248,6 +285,10 @@ def _expand_one(
                 continue
             if kind == "missing":
                 continue  # vanished while listing
+            if kind == "file" and secret:
+                known = view.inode(child)
+                if known is not None and known[:2] in secret:
+                    continue  # another name of a denied file: no rule
             rights = _rights_for(kind, grant.access)
             if rights:
                 out.append(Grant(child, rights, grant.addresses))
@@ -318,7 +359,8 @@ def apply_denies(
             result.grants.append(grant)
             total += 1
             continue
-        rules = _expand_one(grant, within, deny_list, view, findings)
+        held: list[str] = []
+        rules = _expand_one(grant, within, deny_list, view, findings, held)
         if total + len(rules) > max_rules:
             # The walk only lists the directories on the way to each denied path, so
             # counting them all before refusing stays cheap and the count is exact.
@@ -335,8 +377,11 @@ def apply_denies(
             Expansion(
                 rule=grant.addresses[0],
                 path=grant.path,
-                denied=[d.path for d in within],
+                denied=[d.path for d in within if d.mode == "deny"],
                 rules=len(rules),
+                access=_order_rights(grant.access),
+                held=held,
+                protected=[d.path for d in within if d.mode == "protect"],
             )
         )
         result.grants.extend(rules)

@@ -148,6 +148,10 @@ def _without_signal_supervision(planned: planning.Planned) -> planning.Planned:
             "abi": 6,
         }
     )
+    return _replanned(planned, plan)
+
+
+def _replanned(planned: planning.Planned, plan: dict[str, Any]) -> planning.Planned:
     return planning.Planned(
         plan,
         planning.plan_digest(plan),
@@ -204,10 +208,17 @@ class Sandbox:
         if seccomp_spec.get("supervise"):
             # The warm helper serves no seccomp listener, and without one the supervised
             # calls could only fail: say so now rather than at the tool's first listen().
+            why = {
+                "listen": "listen: a policy granting tcp_bind",
+                "signal": "signal: signal scoping below Landlock ABI 6",
+                "paths": "paths: a filesystem.deny inside a grant, whose directories the "
+                "supervisor serves",
+                "unix": "unix: pathname UNIX sockets",
+            }
             raise SandboxError(
-                f"this policy has calls cvg-run's supervisor decides "
-                f"({', '.join(seccomp_spec['supervise'])}: a policy granting tcp_bind); "
-                "the warm Sandbox serves none (run this policy with cvg-run)"
+                "this policy has calls cvg-run's supervisor decides ("
+                + "; ".join(why.get(s, s) for s in seccomp_spec["supervise"])
+                + "); the warm Sandbox serves none (run this policy with cvg-run)"
             )
         degraded = planned.plan.get("degraded") or []
         # As with cvg-run: the embedded default is the best this kernel offers.

@@ -25,6 +25,14 @@ def supervised(plan: dict[str, Any]) -> tuple[str, ...]:
     return tuple(spec.get("supervise") or ()) if isinstance(spec, dict) else ()
 
 
+def paths_guards(plan: dict[str, Any]) -> Any:
+    """The guards of the ``paths`` group (cvg_kernel.paths_guard), their grant roots
+    opened now, before the tool starts; ``close()`` them once it is gone."""
+    from cvg_kernel.paths_guard import PathGuards
+
+    return PathGuards(plan)
+
+
 class Guarding:
     """The supervisor's end: ``theirs`` goes to ``prepare``; ``start()`` after the fork,
     ``stop()`` once the tool's processes are gone (later calls then get ENOSYS)."""
@@ -39,6 +47,9 @@ class Guarding:
         self.calls = supervised(plan)
         # The guards made from the plan, by call name (cvg_kernel.notify.serve's guards).
         self.guards = dict(guards or {})
+        self._paths = paths_guards(plan) if "paths" in self.calls else None
+        if self._paths is not None:
+            self.guards = {**self._paths.guards, **self.guards}
         # The plain program and its arch, from the prepared filter (set before start).
         self.program: tuple[Any, ...] = ()
         self.arch = ""
@@ -86,3 +97,5 @@ class Guarding:
                 except OSError:
                     pass
         self._ours = self.theirs = self._stop_r = self._stop_w = -1
+        if self._paths is not None:
+            self._paths.close()

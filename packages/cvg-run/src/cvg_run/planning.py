@@ -268,6 +268,19 @@ def plan_digest(plan: dict[str, Any]) -> str:
     return "sha256:" + _sha256_hex(canonical)
 
 
+def _unserved_held_directories(plan: dict[str, Any]) -> None:
+    """The default policy's carve-outs (``/etc/shadow`` as root, a ``.env`` in the
+    working directory) leave their directories to Landlock alone, refused as a whole,
+    rather than to the supervisor: a run with no policy keeps every path call at kernel
+    speed. A written policy gets them served (docs/policy.md, ``deny``)."""
+    spec = plan.get("seccomp") or {}
+    rest = [s for s in spec.get("supervise") or () if s != "paths"]
+    if rest:
+        spec["supervise"] = rest
+    else:
+        spec.pop("supervise", None)
+
+
 def _compile(
     data: bytes, filename: str, *, cwd: str, home: str, policy_dir: str
 ) -> tuple[dict[str, Any], str, list[dict[str, Any]], bool]:
@@ -296,6 +309,8 @@ def _compile(
     except PolicyError as e:
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
+    if filename == DEFAULT_POLICY_NAME:
+        _unserved_held_directories(dumped)
     source = dumped.get("source") or {}
     hosts = [rule.model_dump(mode="json") for rule in loaded.policy.network.hosts]
     digest = str(source.get("policy_digest") or "sha256:" + _sha256_hex(data))

@@ -434,9 +434,32 @@ class Expansion(CvgModel):
     )
     path: str = Field(min_length=1, max_length=4096, description="The directory granted.")
     denied: list[str] = Field(
-        min_length=1, description="The `filesystem.deny` paths inside it that stay denied."
+        default_factory=list,
+        description="The `filesystem.deny` paths inside it that stay denied.",
     )
     rules: int = Field(ge=0, description="How many rules replaced the one grant.")
+    access: list[FsRight] = Field(
+        default_factory=list,
+        description=(
+            "The grant's rights, which the supervisor gives in the held directories "
+            "(seccomp `paths`, cvg_kernel.paths_guard)."
+        ),
+    )
+    held: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The directories that lost the grant to keep a denied entry out (`path` and "
+            "each one on the way to a denied entry): no Landlock rule covers them or "
+            "what is created directly in them, so the supervisor performs those calls."
+        ),
+    )
+    protected: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Protected entries inside it: they keep the grant's read, list and execute "
+            "rights and lose every right to change them."
+        ),
+    )
 
 
 class PlanSource(CvgModel):
@@ -512,8 +535,9 @@ class Plan(MessageBase):
     expansions: list[Expansion] = Field(
         default_factory=list,
         description=(
-            "Each grant narrowed to keep a `filesystem.deny` path denied. Entries created "
-            "later in an expanded directory are not covered."
+            "Each grant narrowed to keep a `filesystem.deny` or protected path out. The "
+            "supervisor serves the held directories (seccomp `paths`), so they stay "
+            "listable and writable as the grant says."
         ),
     )
     source: PlanSource | None = Field(

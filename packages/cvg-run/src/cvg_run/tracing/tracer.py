@@ -160,6 +160,11 @@ class Tracer:
         # every mode: without a listener the filter would answer them ENOSYS.
         spec = plan.get("seccomp")
         self.supervised = tuple(spec.get("supervise") or ()) if isinstance(spec, dict) else ()
+        self._paths: Any = None
+        if "paths" in self.supervised:
+            from ..guarding import paths_guards
+
+            self._paths = paths_guards(plan)
         if self.mode == "notify" or self.supervised:
             # _socket, not socket: the module costs ten milliseconds to import, on the
             # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
@@ -268,6 +273,7 @@ class Tracer:
                 self._notified,
                 stop_fd=self._stop_r,
                 supervised=self.supervised,
+                guards=self._paths.guards if self._paths is not None else None,
             )
         except Exception as e:  # noqa: BLE001 - the notification loop's failure is reported, not raised in a thread
             self.notify_error = f"{type(e).__name__}: {e}"
@@ -363,3 +369,6 @@ class Tracer:
             except OSError:
                 pass
         self.plan_fd = self._theirs = self._ours = -1
+        if self._paths is not None:
+            self._paths.close()
+            self._paths = None
