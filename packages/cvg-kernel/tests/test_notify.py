@@ -18,7 +18,6 @@ import pwd
 import select
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -776,7 +775,7 @@ def test_receive_listener_checks_what_arrives() -> None:
     r, w = os.pipe()
     try:
         a.send(b"L%d %d" % (os.getpid(), r))
-        with pytest.raises(NotifyError, match="pipe.*not a seccomp listener"):
+        with pytest.raises(NotifyError, match=r"pipe.*not a seccomp listener"):
             receive_listener(b.fileno(), timeout=5)
         a.send(b"garbage")
         with pytest.raises(NotifyError, match="expected 'L PID FD'"):

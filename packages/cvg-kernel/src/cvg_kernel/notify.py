@@ -161,6 +161,8 @@ _ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
 
 _HANDOVER_BYTE = b"L"
 _TAKEN_BYTE = b"K"
+_REFUSED_BYTE = b"N"  # the supervisor could not take it: the launcher stops waiting
+_PR_SET_DUMPABLE = 4
 
 
 class NotifyError(RuntimeError):
@@ -212,13 +214,24 @@ class Handover:
         if not stat.S_ISSOCK(mode):
             raise OSError(_errno.ENOTSOCK, f"descriptor {sock_fd} is not a socket")
         self.sock_fd = sock_fd
+        self._pid = 0
+
+    def ready(self) -> None:
+        """Before the filter: what ``send`` needs that an allow list would refuse.
+
+        A process whose ids changed without an exec is not dumpable, and then its
+        unprivileged parent may not take a descriptor from it; the exec that follows
+        makes it dumpable anyway (unless the program is unreadable)."""
+        libc.prctl(_PR_SET_DUMPABLE, 1)
+        self._pid = os.getpid()
 
     def send(self, listener_fd: int) -> None:
         """Name ``listener_fd``, wait for the supervisor to take it, and close it and
-        the socket, even when that fails. Raises OSError when the supervisor went
-        away without taking it (the tool's supervised calls would all fail)."""
+        the socket, even when that fails (write, read and close only: the filter is
+        in place). Raises OSError when the supervisor could not take it (the tool's
+        supervised calls would all fail)."""
         try:
-            os.write(self.sock_fd, b"%s%d %d" % (_HANDOVER_BYTE, os.getpid(), listener_fd))
+            os.write(self.sock_fd, b"%s%d %d" % (_HANDOVER_BYTE, self._pid, listener_fd))
             if os.read(self.sock_fd, 1) != _TAKEN_BYTE:
                 raise OSError(_errno.ECONNRESET, "the supervisor did not take the seccomp listener")
         finally:
@@ -239,9 +252,30 @@ def receive_listener(sock_fd: int, timeout: float | None = None) -> int:
         ready, _, _ = select.select([sock_fd], [], [], timeout)
         if not ready:
             raise NotifyError(f"no seccomp listener arrived within {timeout:g}s")
-    msg = os.read(sock_fd, 64)
+    try:
+        msg = os.read(sock_fd, 64)
+    except ConnectionResetError:  # closed with our last answer unread
+        msg = b""
     if not msg:
         raise NotifyError("the launcher closed the socket without sending a seccomp listener")
+    try:
+        listener = _take_named(msg)
+    except NotifyError:
+        # The launcher may hold a copy of our end (it was forked, not exec'd): closing
+        # ours would not wake it.
+        try:
+            os.write(sock_fd, _REFUSED_BYTE)
+        except OSError:
+            pass
+        raise
+    try:
+        os.write(sock_fd, _TAKEN_BYTE)
+    except OSError:
+        pass  # the launcher is gone: serving ends at once on the listener's hangup
+    return listener
+
+
+def _take_named(msg: bytes) -> int:
     words = msg[1:].split(b" ")
     if msg[:1] != _HANDOVER_BYTE or len(words) != 2 or not all(w.isdigit() for w in words):
         raise NotifyError(f"expected 'L PID FD' naming a seccomp listener, got {msg[:40]!r}")
@@ -266,10 +300,6 @@ def receive_listener(sock_fd: int, timeout: float | None = None) -> int:
     if link != LISTENER_LINK:
         os.close(listener)
         raise NotifyError(f"the descriptor named is {link}, not a seccomp listener")
-    try:
-        os.write(sock_fd, _TAKEN_BYTE)
-    except OSError:
-        pass  # the launcher is gone: serving ends at once on the listener's hangup
     return listener
 
 
