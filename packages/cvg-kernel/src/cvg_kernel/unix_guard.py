@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import libc, syscall_table
-from .guard import CONTINUE, Guard, Performed, read_memory, take_descriptor
+from .guard import CONTINUE, Guard, Performed, _signed32, _sockopt, read_memory, take_descriptor
 from .seccomp import MSG_FASTOPEN
 
 _NR = syscall_table.TABLES.get(libc.machine(), {})
@@ -82,19 +82,6 @@ class Reach:
     def allows(self, path: str) -> bool:
         return path in self.exact or any(path.startswith(t) or path + "/" == t
                                          for t in self.trees)  # fmt: skip
-
-
-def _signed32(word: int) -> int:
-    word &= 0xFFFFFFFF
-    return word - (1 << 32) if word & 0x80000000 else word
-
-
-def _sockopt(fd: int, option: int) -> int:
-    value = ctypes.c_int(0)
-    size = ctypes.c_uint32(4)
-    libc.syscall(_NR["getsockopt"], ctypes.c_long(fd), ctypes.c_long(socket.SOL_SOCKET),
-                 ctypes.c_long(option), ctypes.byref(value), ctypes.byref(size))  # fmt: skip
-    return value.value
 
 
 def _read_exact(tid: int, address: int, size: int) -> bytes:
