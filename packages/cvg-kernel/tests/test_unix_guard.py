@@ -287,3 +287,40 @@ def test_other_families_and_pairs_still_work(identity: pwd.struct_passwd | None)
         assert accepted(listener) == 1
     finally:
         listener.close()
+
+
+def test_a_tcp_connect_meets_the_plans_port_rules(identity: pwd.struct_passwd | None) -> None:
+    """Performed by the supervisor, a TCP connect is still held to Landlock's port rules."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+
+    def tool() -> list[Any]:
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            c.connect(("127.0.0.1", port))
+            return ["connected"]
+        except OSError as e:
+            return ["refused", e.errno]
+        finally:
+            c.close()
+
+    plan = unix_plan([])
+    try:
+        assert run_tool(tool, identity, "bare").value == ["connected"]
+        assert accepted(listener) == 1
+        for rules, expected in (([], ["refused", errno.EACCES]), ([port], ["connected"])):
+            landlock = {
+                "handled_net": ["connect_tcp"],
+                "net_rules": [{"port": p, "access": ["connect_tcp"]} for p in rules],
+            }
+            guards = make_guards(plan["unix"], {}, landlock)
+            run = run_tool(
+                tool, identity, "notify", plan=plan, supervisor=serve_with(plan, "unix", guards, [])
+            )
+            assert run.value == expected
+            assert accepted(listener) == (1 if rules else 0)
+    finally:
+        listener.close()

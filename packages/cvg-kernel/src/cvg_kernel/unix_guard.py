@@ -160,7 +160,8 @@ def make_guards(section: Mapping[str, Any], variables: Mapping[str, str],
             raise PlanError(f"{where}.path: {path!r} is not absolute")
         (trees if entry.get("beneath") else exact).append(path)
     ports: frozenset[int] | None = None
-    if landlock and "connect_tcp" in (landlock.get("handled_net") or ()):
+    handled = (landlock or {}).get("handled_net", "all")  # a plan's default: every right
+    if landlock is not None and (handled == "all" or "connect_tcp" in (handled or ())):
         rules = landlock.get("net_rules") or ()
         ports = frozenset(r["port"] for r in rules if "connect_tcp" in r.get("access", ()))
     guards = _Guards(Reach(exact, trees), ports)
