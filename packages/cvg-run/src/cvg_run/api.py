@@ -206,7 +206,8 @@ class Sandbox:
             # calls could only fail: say so now rather than at the tool's first listen().
             raise SandboxError(
                 f"this policy has calls cvg-run's supervisor decides "
-                f"({', '.join(seccomp_spec['supervise'])}: a policy granting tcp_bind); "
+                f"({', '.join(seccomp_spec['supervise'])}: a policy granting tcp_bind, or "
+                "network.unix below Landlock ABI 9); "
                 "the warm Sandbox serves none (run this policy with cvg-run)"
             )
         degraded = planned.plan.get("degraded") or []

@@ -50,7 +50,7 @@ from .launch import BOOT
 # typing and collections.abc only for the type checker: they cost every traced start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, Final
 
     from cvg_kernel.plan import Prepared
@@ -131,6 +131,7 @@ class Tracer:
         strace: str | None = None,
         program: Sequence[Any] = (),
         arch: str | None = None,
+        guards: Mapping[str, Any] | None = None,
     ) -> None:
         try:
             self.strace = find_strace(strace)
@@ -160,6 +161,8 @@ class Tracer:
         # every mode: without a listener the filter would answer them ENOSYS.
         spec = plan.get("seccomp")
         self.supervised = tuple(spec.get("supervise") or ()) if isinstance(spec, dict) else ()
+        # The guards made from the plan (cvg_run.guarding.plan_guards), by call name.
+        self.guards = dict(guards or {})
         if self.mode == "notify" or self.supervised:
             # _socket, not socket: the module costs ten milliseconds to import, on the
             # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
@@ -268,6 +271,7 @@ class Tracer:
                 self._notified,
                 stop_fd=self._stop_r,
                 supervised=self.supervised,
+                guards=self.guards,
             )
         except Exception as e:  # noqa: BLE001 - the notification loop's failure is reported, not raised in a thread
             self.notify_error = f"{type(e).__name__}: {e}"
