@@ -262,13 +262,21 @@ def test_a_symlink_swapped_under_the_check_never_reaches_the_sentinel(
     assert seen.get("EACCES", 0) > 0, seen  # the swap was seen, and refused
 
 
-def test_other_families_and_pairs_still_work(identity: pwd.struct_passwd | None) -> None:
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A loopback TCP listener whose queue is the oracle."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    s.listen(4)
+    s.setblocking(False)
+    yield s
+    s.close()
+
+
+def test_other_families_and_pairs_still_work(identity: pwd.struct_passwd | None,
+                                             listener: socket.socket) -> None:  # fmt: skip
     """connect() on an inet socket is performed by the supervisor; sendmsg on a stream
     pair (with SCM_RIGHTS) goes on as the tool's own call."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    listener.setblocking(False)
     port = listener.getsockname()[1]
 
     def tool() -> list[Any]:
@@ -282,19 +290,13 @@ def test_other_families_and_pairs_still_work(identity: pwd.struct_passwd | None)
         os.close(w)
         return [msg.decode(), len(anc)]
 
-    try:
-        assert supervised(identity, tool, []) == ["x", 1]
-        assert accepted(listener) == 1
-    finally:
-        listener.close()
+    assert supervised(identity, tool, []) == ["x", 1]
+    assert accepted(listener) == 1
 
 
-def test_a_tcp_connect_meets_the_plans_port_rules(identity: pwd.struct_passwd | None) -> None:
+def test_a_tcp_connect_meets_the_plans_port_rules(identity: pwd.struct_passwd | None,
+                                                  listener: socket.socket) -> None:  # fmt: skip
     """Performed by the supervisor, a TCP connect is still held to Landlock's port rules."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    listener.setblocking(False)
     port = listener.getsockname()[1]
 
     def tool() -> list[Any]:
@@ -308,19 +310,16 @@ def test_a_tcp_connect_meets_the_plans_port_rules(identity: pwd.struct_passwd | 
             c.close()
 
     plan = unix_plan([])
-    try:
-        assert run_tool(tool, identity, "bare").value == ["connected"]
-        assert accepted(listener) == 1
-        for rules, expected in (([], ["refused", errno.EACCES]), ([port], ["connected"])):
-            landlock = {
-                "handled_net": ["connect_tcp"],
-                "net_rules": [{"port": p, "access": ["connect_tcp"]} for p in rules],
-            }
-            guards = make_guards(plan["unix"], {}, landlock)
-            run = run_tool(
-                tool, identity, "notify", plan=plan, supervisor=serve_with(plan, "unix", guards, [])
-            )
-            assert run.value == expected
-            assert accepted(listener) == (1 if rules else 0)
-    finally:
-        listener.close()
+    assert run_tool(tool, identity, "bare").value == ["connected"]
+    assert accepted(listener) == 1
+    for rules, expected in (([], ["refused", errno.EACCES]), ([port], ["connected"])):
+        landlock = {
+            "handled_net": ["connect_tcp"],
+            "net_rules": [{"port": p, "access": ["connect_tcp"]} for p in rules],
+        }
+        guards = make_guards(plan["unix"], {}, landlock)
+        run = run_tool(
+            tool, identity, "notify", plan=plan, supervisor=serve_with(plan, "unix", guards, [])
+        )
+        assert run.value == expected
+        assert accepted(listener) == (1 if rules else 0)

@@ -174,7 +174,8 @@ class _Guards:
         self.reach = reach
         self.ports = ports  # None: TCP connect is not checked by port
 
-    def connect(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]) -> int:
+    def connect(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
+                ) -> int | Performed:  # fmt: skip
         size = _signed32(args[2])
         if not 0 <= size <= _MAX_ADDR:
             return _errno.EINVAL
@@ -182,19 +183,31 @@ class _Guards:
             raw = _read_exact(tid, args[1], size)
         except OSError:
             return _errno.EFAULT
+
+        def act(mine: int, address: bytes) -> int:
+            if _sockopt(mine, socket.SO_DOMAIN) != AF_UNIX and not _tcp_port_allowed(
+                mine, address, self.ports
+            ):
+                return _errno.EACCES
+            buf = ctypes.create_string_buffer(address, len(address))
+            _sys("connect", ctypes.c_long(mine), buf, ctypes.c_long(len(address)))
+            return 0
+
+        return self._on_socket(tid, args[0], pending, raw, act)
+
+    def _on_socket(self, tid: int, fd_word: int, pending: Callable[[], bool], raw: bytes,
+                   act: Callable[[int, bytes], int | Performed]) -> int | Performed:  # fmt: skip
+        """``act`` on the supervisor's copy of the tool's socket, with a UNIX pathname
+        address replaced by /proc/self/fd/N of the socket file it was checked as."""
         try:
-            mine = take_descriptor(tid, _signed32(args[0]), pending)
+            mine = take_descriptor(tid, _signed32(fd_word), pending)
         except OSError as e:
             return e.errno or _errno.EPERM
         target = None
         try:
-            if _sockopt(mine, socket.SO_DOMAIN) == AF_UNIX:
+            if raw and _sockopt(mine, socket.SO_DOMAIN) == AF_UNIX:
                 raw, target = _target_address(tid, raw, self.reach)
-            elif not _tcp_port_allowed(mine, raw, self.ports):
-                return _errno.EACCES
-            buf = ctypes.create_string_buffer(raw, len(raw))
-            _sys("connect", ctypes.c_long(mine), buf, ctypes.c_long(len(raw)))
-            return 0
+            return act(mine, raw)
         except OSError as e:
             return e.errno or _errno.EPERM
         finally:
@@ -225,21 +238,10 @@ class _Guards:
               message: tuple[list[bytes], bytes, bytes], flags: int
               ) -> int | Performed:  # fmt: skip
         chunks, raw, control = message
-        try:
-            mine = take_descriptor(tid, _signed32(fd_word), pending)
-        except OSError as e:
-            return e.errno or _errno.EPERM
-        target = None
-        try:
-            if raw and _sockopt(mine, socket.SO_DOMAIN) == AF_UNIX:
-                raw, target = _target_address(tid, raw, self.reach)
-            return Performed(_sendmsg(mine, chunks, raw, control, flags))
-        except OSError as e:
-            return e.errno or _errno.EPERM
-        finally:
-            os.close(mine)
-            if target is not None:
-                os.close(target)
+        return self._on_socket(
+            tid, fd_word, pending, raw,
+            lambda mine, address: Performed(_sendmsg(mine, chunks, address, control, flags)),
+        )  # fmt: skip
 
     def sendmsg(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
                 ) -> int | Performed:  # fmt: skip
