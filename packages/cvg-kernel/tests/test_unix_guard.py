@@ -15,6 +15,7 @@ import errno
 import os
 import pwd
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 from test_guard_answers import serve_with
-from test_notify import BASE_PLAN, run_tool
+from test_notify import BASE_PLAN, run_tool, sc
 
 from cvg_kernel.unix_guard import make_guards
 from cvg_testing import shared_dir
@@ -323,3 +324,44 @@ def test_a_tcp_connect_meets_the_plans_port_rules(identity: pwd.struct_passwd | 
         )
         assert run.value == expected
         assert accepted(listener) == (1 if rules else 0)
+
+
+def mmsg_sender(path: str) -> Callable[[], list[Any]]:
+    """sendmmsg() of two datagrams to ``path`` (Python has no wrapper: raw structs)."""
+
+    def tool() -> list[Any]:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        name = struct.pack("=H", socket.AF_UNIX) + path.encode() + b"\0"
+        addr = ctypes.create_string_buffer(name, len(name))
+        keep = [addr]
+        vec = bytearray()
+        for payload in (b"one", b"second"):
+            data = ctypes.create_string_buffer(payload, len(payload))
+            iov = ctypes.create_string_buffer(struct.pack("=QQ", ctypes.addressof(data),
+                                                          len(payload)), 16)  # fmt: skip
+            keep += [data, iov]
+            vec += struct.pack("=QI4xQQQQi4xI4x", ctypes.addressof(addr), len(name),
+                               ctypes.addressof(iov), 1, 0, 0, 0, 0)  # fmt: skip
+        msgs = ctypes.create_string_buffer(bytes(vec), len(vec))
+        try:
+            count = sc("sendmmsg", s.fileno(), ctypes.addressof(msgs), 2, 0)
+            lens = [struct.unpack_from("=I", msgs, 56 + 64 * i)[0] for i in range(2)]
+            return ["sent", count, lens]
+        except OSError as e:
+            return ["refused", e.errno]
+        finally:
+            s.close()
+
+    return tool
+
+
+def test_sendmmsg_by_path(identity: pwd.struct_passwd | None, socks: Sockets) -> None:
+    bare = run_tool(mmsg_sender(socks.dgram_out_path), identity, "bare")
+    assert bare.value == ["sent", 2, [3, 6]]
+    assert received(socks.dgram_out) == [b"one", b"second"]
+    reach = [{"path": str(socks.allowed), "beneath": True}]
+    refused = supervised(identity, mmsg_sender(socks.dgram_out_path), reach)
+    assert refused == ["refused", errno.EACCES]
+    assert received(socks.dgram_out) == []
+    assert supervised(identity, mmsg_sender(socks.dgram_in_path), reach) == ["sent", 2, [3, 6]]
+    assert received(socks.dgram_in) == [b"one", b"second"]

@@ -246,11 +246,9 @@ class _Guards:
     def sendmsg(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
                 ) -> int | Performed:  # fmt: skip
         flags = args[2] & 0xFFFFFFFF
-        if flags & MSG_FASTOPEN:
-            return _errno.EPERM
-        kind = _datagram(tid, args[0], pending)
-        if kind is not True:
-            return CONTINUE if kind is False else int(kind)
+        early = _not_performed(tid, args[0], pending, flags)
+        if early is not None:
+            return early
         return self._send_message(tid, args[0], args[1], pending, flags)
 
     def _send_message(self, tid: int, fd_word: int, address: int, pending: Callable[[], bool],
@@ -268,11 +266,9 @@ class _Guards:
     def sendmmsg(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
                  ) -> int | Performed:  # fmt: skip
         flags = args[3] & 0xFFFFFFFF
-        if flags & MSG_FASTOPEN:
-            return _errno.EPERM
-        kind = _datagram(tid, args[0], pending)
-        if kind is not True:
-            return CONTINUE if kind is False else int(kind)
+        early = _not_performed(tid, args[0], pending, flags)
+        if early is not None:
+            return early
         sent = 0
         for i in range(min(args[2] & 0xFFFFFFFF, _MAX_IOV)):
             at = args[1] + i * _MMSGHDR
@@ -303,6 +299,17 @@ def _message(tid: int, address: int) -> tuple[list[bytes], bytes, bytes]:
         chunks.append(_read_exact(tid, base, length))
     raw = _read_exact(tid, name, namelen) if name else b""
     return chunks, raw, _read_exact(tid, control, controllen) if control else b""
+
+
+def _not_performed(tid: int, fd_word: int, pending: Callable[[], bool], flags: int) -> int | None:
+    """sendmsg/sendmmsg's answer when it is not performed here: EPERM for
+    MSG_FASTOPEN, CONTINUE on a socket that is not a datagram one, or an errno."""
+    if flags & MSG_FASTOPEN:
+        return _errno.EPERM
+    kind = _datagram(tid, fd_word, pending)
+    if kind is True:
+        return None
+    return CONTINUE if kind is False else int(kind)
 
 
 def _datagram(tid: int, fd_word: int, pending: Callable[[], bool]) -> bool | int:
