@@ -18,7 +18,6 @@ import pwd
 import select
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -775,8 +774,14 @@ def test_receive_listener_checks_what_arrives() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     r, w = os.pipe()
     try:
-        a.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
-        with pytest.raises(NotifyError, match="not a seccomp listener"):
+        a.send(b"L%d %d" % (os.getpid(), r))
+        with pytest.raises(NotifyError, match=r"pipe.*not a seccomp listener"):
+            receive_listener(b.fileno(), timeout=5)
+        a.send(b"garbage")
+        with pytest.raises(NotifyError, match="expected 'L PID FD'"):
+            receive_listener(b.fileno(), timeout=5)
+        a.send(b"L%d 9999" % os.getpid())
+        with pytest.raises(NotifyError, match="could not take descriptor 9999"):
             receive_listener(b.fileno(), timeout=5)
         with pytest.raises(NotifyError, match=r"within 0\.1s"):
             receive_listener(b.fileno(), timeout=0.1)

@@ -445,16 +445,56 @@ def test_degraded_at_abi_7_and_6_is_empty(home: Path, policy_factory: Make) -> N
         assert compile_policy(policy, variables=context(), abi=abi).degraded == []
 
 
-def test_unix_sockets_are_degraded_below_abi_9(home: Path, policy_factory: Make) -> None:
-    # Below resolve_unix every pathname socket the tool can name is reachable.
-    for abi in (6, 7, 8):
+def test_unix_sockets_are_supervised_below_abi_9(home: Path, policy_factory: Make) -> None:
+    # Below resolve_unix the supervisor resolves, checks and performs connect and the
+    # sends to an address: nothing is degraded, and the plan says what may be reached.
+    for abi in (4, 6, 7, 8):
         plan = compile_policy(
             _full_policy(home, policy_factory, unix=True), variables=context(), abi=abi
         )
-        assert degraded(plan) == {("network.unix", 9)}
-        assert "docker.sock" in plan.degraded[0].reason
+        assert ("network.unix", 9) not in degraded(plan)
+        assert ("network.unix", 6) not in degraded(plan)  # abstract addresses: refused
+        assert "unix" in plan.seccomp.supervise
+        assert plan.unix is not None and plan.unix.reach
+        assert all(e.beneath for e in plan.unix.reach)
     plan = compile_policy(_full_policy(home, policy_factory, unix=True), variables=context(), abi=9)
     assert plan.degraded == []
+    assert "unix" not in plan.seccomp.supervise and plan.unix is None
+
+
+def test_unix_reach_follows_the_grants_and_their_denies(
+    tmp_path: Path, policy_factory: Make
+) -> None:
+    (tmp_path / "proj" / "inner").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    policy = policy_factory(
+        filesystem={"read": [str(tmp_path / "proj")], "write": ["${SCRATCH}"],
+                    "deny": [str(tmp_path / "proj" / "inner")]},
+        network={"unix": True},
+    )  # fmt: skip
+    plan = compile_policy(policy, variables=context(), abi=7)
+    assert plan.unix is not None
+    reach = {e.path for e in plan.unix.reach}
+    assert "${SCRATCH}" in reach
+    assert str(tmp_path / "proj") not in reach  # narrowed around the deny
+    assert not any(p.startswith(str(tmp_path / "proj" / "inner")) for p in reach)
+    assert "SCRATCH" in plan.variables
+
+
+def test_unix_as_a_list_names_sockets_and_trees(tmp_path: Path, policy_factory: Make) -> None:
+    (tmp_path / "run").mkdir()
+    policy = policy_factory(network={"unix": [str(tmp_path / "run"), str(tmp_path / "agent.sock")]})
+    for abi in (4, 7, 9):
+        plan = compile_policy(policy, variables=context(), abi=abi)
+        assert "unix" in plan.seccomp.supervise  # Landlock has no rule for a list
+        assert plan.unix is not None
+        assert [(e.path, e.beneath) for e in plan.unix.reach] == [
+            (str(tmp_path / "run"), True),
+            (str(tmp_path / "agent.sock"), False),  # not there yet: kept, exact
+        ]
+        assert sockets(plan) == [{"family": "unix", "types": ["stream", "dgram", "seqpacket"]}]
+    with pytest.raises(PolicyError, match="not absolute"):
+        compile_policy(policy_factory(network={"unix": ["x.sock"]}), variables=context(), abi=7)
 
 
 def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
@@ -463,11 +503,8 @@ def test_degraded_at_abi_4(home: Path, policy_factory: Make) -> None:
     assert degraded(plan) == {("filesystem.read[1]", 5)}
     assert plan.seccomp.supervise == ["signal"]
     plan = compile_policy(_full_policy(home, policy_factory, unix=True), variables=context(), abi=4)
-    assert degraded(plan) == {
-        ("network.unix", 6),
-        ("network.unix", 9),
-        ("filesystem.read[1]", 5),
-    }
+    assert degraded(plan) == {("filesystem.read[1]", 5)}
+    assert plan.seccomp.supervise == ["listen", "unix", "signal"]
 
 
 def test_signals_are_supervised_only_below_abi_6(home: Path, policy_factory: Make) -> None:

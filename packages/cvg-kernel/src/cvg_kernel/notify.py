@@ -4,8 +4,9 @@ strace cannot see the calls cvg's filter refuses: with ``--seccomp-bpf`` its TRA
 loses to cvg's ERRNO, and tracing every call without it costs about twice the run
 time. Instead, the launcher can install the same program with every ERRNO denial
 replaced by SECCOMP_RET_USER_NOTIF (:meth:`cvg_kernel.seccomp.Filter.with_listener`)
-and hand the listener descriptor to the supervisor over an inherited AF_UNIX socket
-(:class:`Handover`, :func:`receive_listener`). The supervisor's :func:`serve` loop
+and name the listener descriptor to the supervisor over an inherited AF_UNIX socket,
+which takes it with pidfd_getfd (:class:`Handover`, :func:`receive_listener`). The
+supervisor's :func:`serve` loop
 answers each notification with the errno the plain program gives for that very
 ``seccomp_data`` (computed by :func:`cvg_kernel.bpf.evaluate`) and reports it.
 
@@ -28,7 +29,8 @@ Why this never allows anything the plain filter refuses, measured on Linux 6.18:
   notification away from us. The call fails with ENOSYS and never runs, but the
   denial goes unreported.
 - The listener must never reach the tool: whoever holds it could answer CONTINUE.
-  The launcher sends it and closes its copy and the socket before exec.
+  The launcher closes its copy and the socket before exec, once the supervisor has
+  taken its own.
 
 User notification races on pointer arguments (the tool can change memory while it
 waits), which is why it is never a security boundary; here nothing is decided from
@@ -48,9 +50,6 @@ Standard library and ctypes only; struct sizes and ioctl numbers are from
 
 from __future__ import annotations
 
-# _socket, not socket: the wrapper imports enum and selectors, ten milliseconds of
-# every traced start, in the launcher under strace and in the supervisor alike.
-import _socket as socket
 import ctypes
 import errno as _errno
 import os
@@ -161,6 +160,9 @@ _ioctl.restype = ctypes.c_int
 _ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
 
 _HANDOVER_BYTE = b"L"
+_TAKEN_BYTE = b"K"
+_REFUSED_BYTE = b"N"  # the supervisor could not take it: the launcher stops waiting
+_PR_SET_DUMPABLE = 4
 
 
 class NotifyError(RuntimeError):
@@ -187,7 +189,17 @@ class Served(Record):
 
 
 class Handover:
-    """The launcher's half: send the listener down an inherited socket, then close both.
+    """The launcher's half: name the listener on an inherited socket, wait until the
+    supervisor has taken it, then close both.
+
+    The listener does not travel in an SCM_RIGHTS message: it exists only once the
+    filter is installed, and with ``unix`` supervised the filter sends sendmsg() to a
+    supervisor that has no listener yet (the launcher would wait for ever). The
+    launcher writes ``L PID FD`` with write(2) instead, which no filter supervises, and
+    the supervisor takes the descriptor itself with pidfd_getfd (it is the launcher's
+    ancestor: ptrace's access check, Yama's ptrace_scope 1 included, lets it), then
+    writes one byte back. Until that byte the launcher keeps its copy open: nothing
+    races its close.
 
     Made before confinement (:func:`cvg_kernel.plan.prepare`), so that sending
     imports and opens nothing: after Landlock, the interpreter's own library may
@@ -202,61 +214,92 @@ class Handover:
         if not stat.S_ISSOCK(mode):
             raise OSError(_errno.ENOTSOCK, f"descriptor {sock_fd} is not a socket")
         self.sock_fd = sock_fd
+        self._pid = 0
+
+    def ready(self) -> None:
+        """Before the filter: what ``send`` needs that an allow list would refuse.
+
+        A process whose ids changed without an exec is not dumpable, and then its
+        unprivileged parent may not take a descriptor from it; the exec that follows
+        makes it dumpable anyway (unless the program is unreadable)."""
+        libc.prctl(_PR_SET_DUMPABLE, 1)
+        self._pid = os.getpid()
 
     def send(self, listener_fd: int) -> None:
-        """Send ``listener_fd`` and close it and the socket, even when sending fails."""
+        """Name ``listener_fd``, wait for the supervisor to take it, and close it and
+        the socket, even when that fails (write, read and close only: the filter is
+        in place). Raises OSError when the supervisor could not take it (the tool's
+        supervised calls would all fail)."""
         try:
-            sock = socket.socket(fileno=self.sock_fd)
-            try:
-                # sendmsg, not socket.send_fds: that one imports array on first use.
-                sock.sendmsg(
-                    [_HANDOVER_BYTE],
-                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener_fd))],
-                )
-            finally:
-                sock.close()
+            os.write(self.sock_fd, b"%s%d %d" % (_HANDOVER_BYTE, self._pid, listener_fd))
+            if os.read(self.sock_fd, 1) != _TAKEN_BYTE:
+                raise OSError(_errno.ECONNRESET, "the supervisor did not take the seccomp listener")
         finally:
+            os.close(self.sock_fd)
             os.close(listener_fd)
 
 
 def receive_listener(sock_fd: int, timeout: float | None = None) -> int:
-    """The supervisor's half: receive the listener the launcher sent on ``sock_fd``.
+    """The supervisor's half: take the listener the launcher named on ``sock_fd``.
 
     Returns the listener descriptor (close-on-exec). Raises :class:`NotifyError`
-    if the other end closed without sending one (the launcher failed before
+    if the other end closed without naming one (the launcher failed before
     confining; close your own copy of its end first, or this waits for ever),
-    if ``timeout`` seconds pass, or if what arrived is not a seccomp listener.
+    if ``timeout`` seconds pass, if it cannot be taken, or if what it names is not
+    a seccomp listener. The launcher waits, holding its copy, until this answers.
     """
     if timeout is not None:
         ready, _, _ = select.select([sock_fd], [], [], timeout)
         if not ready:
             raise NotifyError(f"no seccomp listener arrived within {timeout:g}s")
-    sock = socket.socket(fileno=sock_fd)
     try:
-        msg, ancdata, flags, _ = sock.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("i") * 4))
-    finally:
-        sock.detach()  # the caller owns sock_fd
-    fds: list[int] = []
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(data) - len(data) % 4
-            fds.extend(struct.unpack(f"{usable // 4}i", data[:usable]))
-    for fd in fds:
-        os.set_inheritable(fd, False)
-    if msg != _HANDOVER_BYTE or len(fds) != 1 or flags & socket.MSG_CTRUNC:
-        for fd in fds:
-            os.close(fd)
-        if not msg:
-            raise NotifyError("the launcher closed the socket without sending a seccomp listener")
-        raise NotifyError(f"expected one seccomp listener, got {len(fds)} descriptor(s)")
-    listener = fds[0]
+        msg = os.read(sock_fd, 64)
+    except ConnectionResetError:  # closed with our last answer unread
+        msg = b""
+    if not msg:
+        raise NotifyError("the launcher closed the socket without sending a seccomp listener")
+    try:
+        listener = _take_named(msg)
+    except NotifyError:
+        # The launcher may hold a copy of our end (it was forked, not exec'd): closing
+        # ours would not wake it.
+        try:
+            os.write(sock_fd, _REFUSED_BYTE)
+        except OSError:
+            pass
+        raise
+    try:
+        os.write(sock_fd, _TAKEN_BYTE)
+    except OSError:
+        pass  # the launcher is gone: serving ends at once on the listener's hangup
+    return listener
+
+
+def _take_named(msg: bytes) -> int:
+    words = msg[1:].split(b" ")
+    if msg[:1] != _HANDOVER_BYTE or len(words) != 2 or not all(w.isdigit() for w in words):
+        raise NotifyError(f"expected 'L PID FD' naming a seccomp listener, got {msg[:40]!r}")
+    pid, fd = int(words[0]), int(words[1])
+    table = syscall_table.TABLES[libc.machine()]
+    try:
+        pidfd = libc.syscall(table["pidfd_open"], ctypes.c_long(pid), ctypes.c_long(0))
+        try:
+            listener = libc.syscall(
+                table["pidfd_getfd"], ctypes.c_long(pidfd), ctypes.c_long(fd), ctypes.c_long(0)
+            )
+        finally:
+            os.close(pidfd)
+    except OSError as e:
+        raise NotifyError(
+            f"could not take descriptor {fd} of process {pid}: {e.strerror}"
+        ) from None
     try:
         link = os.readlink(f"/proc/self/fd/{listener}")
     except OSError as e:
         link = f"unreadable ({e.strerror})"
     if link != LISTENER_LINK:
         os.close(listener)
-        raise NotifyError(f"the descriptor received is {link}, not a seccomp listener")
+        raise NotifyError(f"the descriptor named is {link}, not a seccomp listener")
     return listener
 
 
@@ -529,7 +572,7 @@ def serve_handover(
     supervised: Sequence[str] = (),
     guards: Mapping[str, Guard] | None = None,
 ) -> Served | None:
-    """Receive the listener the launcher sends on ``sock_fd`` (closed here either way)
+    """Take the listener the launcher names on ``sock_fd`` (closed here either way)
     and :func:`serve` it. None when no listener came: the launcher failed before
     confining, so nothing ran and nothing was refused."""
     try:

@@ -45,7 +45,7 @@ _TOP_KEYS = frozenset(
     {
         "kind", "schema_version", "arch", "landlock", "seccomp", "rlimits", "processes",
         "capabilities", "environment", "variables", "degraded", "source",
-        "wall_clock_seconds", "expansions",
+        "wall_clock_seconds", "expansions", "unix",
     }
 )  # fmt: skip
 _LANDLOCK_KEYS = frozenset(
@@ -237,6 +237,8 @@ class Prepared(Record, frozen=False):
                 "$.seccomp.supervise: the plan has calls a supervisor decides "
                 "(cvg_kernel.guard); prepare it with notify_sock and serve the listener"
             )
+        if self.handover is not None:
+            self.handover.ready()
         listener = self.filter.install()
         if self.handover is not None:
             self.handover.send(listener)

@@ -150,7 +150,7 @@ def _fs_grants(
             address = f"filesystem.{name}[{i}]"
             path = _expand(raw, variables, address)
             rights = set(rights_of[name])
-            if name == "write" or (name == "read" and policy.network.unix):
+            if name == "write" or (name == "read" and policy.network.unix is True):
                 rights.add(_RESOLVE_UNIX)
             if late_bound_in(path):
                 # Resolved only when the plan is applied (cvg-kernel opens the path and
@@ -318,7 +318,10 @@ def compile_report(
         for name, value in policy.environment.set.items()
     }
     used: set[str] = set()
-    for value in (*(r["path"] for r in fs.rules), *env_set.values()):
+    unix_section = _unix_reach(policy, variables, view, fs) if "unix" in seccomp.get(
+        "supervise", ()) else None  # fmt: skip
+    reach_paths = [e["path"] for e in (unix_section or {}).get("reach", [])]
+    for value in (*(r["path"] for r in fs.rules), *env_set.values(), *reach_paths):
         used.update(late_bound_in(value))
     source: dict[str, Any] = {"policy_digest": digest(policy), "policy_path": policy_path}
     if facts is not None:
@@ -356,6 +359,8 @@ def compile_report(
         "expansions": [e.model_dump() for e in fs.expansions],
         "source": source,
     }
+    if unix_section is not None:
+        plan["unix"] = unix_section
     out.plan = Plan.model_validate(plan)
     return out
 
@@ -366,6 +371,7 @@ class _Fs:
     rules: list[dict[str, Any]]
     grants: list[Grant]
     expansions: list[Any]
+    unix_grants: list[str]
 
 
 def _filesystem(
@@ -393,7 +399,10 @@ def _filesystem(
     ]
     if len(fs_rules) > max_rules:
         raise PolicyError(f"the plan needs {len(fs_rules)} filesystem rules, more than {max_rules}")
-    return _Fs(handled_fs, fs_rules, grants, list(result.expansions))
+    # network.unix: true reaches the sockets beneath the grants that carry resolve_unix,
+    # narrowed around denies as Landlock's rules are (the supervisor's list below ABI 9).
+    unix = sorted({g.path for g in result.grants if _RESOLVE_UNIX in g.access})
+    return _Fs(handled_fs, fs_rules, grants, list(result.expansions), unix)
 
 
 @dataclass
@@ -444,21 +453,6 @@ def _network(policy: Policy, target: int, degraded: list[Degradation]) -> _Net:
     else:
         handled, rules = [], []
         _network_below_abi_4(policy, target, tcp, degraded)
-    if net.unix and target < 9:
-        # Landlock checks connect() to a pathname socket only from ABI 9 (resolve_unix):
-        # below it, every socket the tool can name is reachable, and some of them run
-        # code outside the sandbox for it (`systemd-run --user` over the session bus,
-        # docker.sock). Too dangerous to run on a promise: refused unless degraded runs
-        # are accepted.
-        _degrade(
-            degraded,
-            "network.unix: only sockets beneath the filesystem grants",
-            f"connecting to pathname UNIX sockets is controlled from Landlock ABI 9, the "
-            f"target has {target}: the tool can connect to every socket it can name (the "
-            "D-Bus session bus, docker.sock, an ssh-agent)",
-            "network.unix",
-            9,
-        )
     return _Net(handled, rules, sockets, tcp)
 
 
@@ -496,9 +490,10 @@ def _scopes(policy: Policy, target: int, degraded: list[Degradation]) -> list[st
     if target >= 6:
         # Abstract UNIX sockets name no file, so no path rule covers them: always scoped.
         return ["abstract_unix_socket"] + ([] if policy.ipc.signal_outside else ["signal"])
-    if policy.network.unix:
+    if policy.network.unix and not _unix_supervised(policy, target):
         # With unix false seccomp refuses socket(AF_UNIX), which covers abstract
-        # sockets at every ABI; only a granted AF_UNIX needs the scope.
+        # sockets at every ABI; only a granted AF_UNIX needs the scope. Where the
+        # supervisor mediates the UNIX calls it refuses abstract addresses itself.
         _degrade(
             degraded,
             "landlock.scoped: abstract_unix_socket",
@@ -576,6 +571,11 @@ def _seccomp(
         # A TCP socket can be made: listen() on one never bound would bind an ephemeral
         # port beside the granted ones, so the supervisor decides each listen().
         supervise.append("listen")
+    if _unix_supervised(policy, target):
+        # Below ABI 9 (or for a list of sockets, which Landlock cannot say) the
+        # supervisor resolves, checks and performs connect and the sends to an address
+        # (cvg_kernel.unix_guard), against the plan's `unix` section.
+        supervise.append("unix")
     if target < 6 and not policy.ipc.signal_outside:
         # Below ABI 6 the supervisor scopes signals (cvg_kernel.guard): the filter hands
         # it every call that can signal another process.
@@ -595,6 +595,33 @@ def _seccomp(
         # Not on the deny list (e.g. read): nothing to take off, nothing to do.
         seccomp["deny"] = [n for n in DEFAULT_DENY if n not in allow]
     return seccomp
+
+
+def _unix_supervised(policy: Policy, target: int) -> bool:
+    unix = policy.network.unix
+    return bool(unix) and (target < 9 or unix is not True)
+
+
+def _unix_reach(
+    policy: Policy, variables: Mapping[str, str], view: FsView, fs: _Fs
+) -> dict[str, Any]:
+    """The plan's `unix` section: what the supervisor lets connect and send reach."""
+    unix = policy.network.unix
+    if unix is True:
+        return {"reach": [{"path": p, "beneath": True} for p in fs.unix_grants]}
+    reach = []
+    for i, raw in enumerate(unix or []):
+        address = f"network.unix[{i}]"
+        path = _expand(raw, variables, address)
+        if late_bound_in(path):
+            reach.append({"path": os.path.normpath(path), "beneath": True})
+            continue
+        if not os.path.isabs(path):
+            raise PolicyError(f"{path!r} is not absolute", address=address)
+        # A socket may not exist yet (its server starts later): a missing path is kept.
+        real = view.realpath(path)
+        reach.append({"path": real, "beneath": view.kind(real) == "dir"})
+    return {"reach": reach}
 
 
 def compile_policy(

@@ -112,9 +112,11 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
         "this and runs such a policy only as degraded",
     ),
     StandingLimit(
-        "pathname unix sockets below ABI 9",
-        "with network.unix, connecting to a pathname socket is controlled only from "
-        "Landlock ABI 9 (resolve_unix): before that any socket the tool can name is reachable",
+        "unix sockets through the supervisor",
+        "with network.unix below Landlock ABI 9, connect and the sends to an address are "
+        "performed by cvg-run's supervisor (servers see its pid in SO_PEERCRED); sendmsg on "
+        "a stream socket goes on as the tool's own call, and a datagram socket swapped in "
+        "at its number meanwhile reaches a datagram server unchecked",
     ),
     StandingLimit(
         "supervisor killed",
@@ -413,22 +415,10 @@ def _explain_network(policy: Policy, judge: _Judge) -> list[RuleExplanation]:
         out.append(
             judge.rule(
                 "network.unix",
-                "seccomp socket filter allows AF_UNIX; Landlock scope abstract_unix_socket; "
-                "Landlock resolve_unix",
-                [
-                    _Part(
-                        FEATURES["abstract_unix_socket"],
-                        6,
-                        "abstract unix sockets outside the sandbox are reachable",
-                    ),
-                    _Part(
-                        _fs_feature("resolve_unix"),
-                        9,
-                        "pathname unix sockets are reachable wherever the tool can name "
-                        "them, not only beneath its grants",
-                    ),
-                ],
-                abi=6,
+                "seccomp socket filter allows AF_UNIX; pathname sockets: Landlock "
+                "resolve_unix (ABI 9, unix: true), else cvg-run's supervisor checks and "
+                "performs connect and the sends to an address, and refuses abstract ones",
+                [_Part(seccomp, None, "unix sockets can be created and connected anywhere")],
             )
         )
     else:

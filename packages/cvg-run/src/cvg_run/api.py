@@ -213,7 +213,8 @@ class Sandbox:
                 "signal": "signal: signal scoping below Landlock ABI 6",
                 "paths": "paths: a filesystem.deny inside a grant, whose directories the "
                 "supervisor serves",
-                "unix": "unix: pathname UNIX sockets",
+                "unix": "unix: network.unix below Landlock ABI 9, whose connects and "
+                "sends the supervisor performs",
             }
             raise SandboxError(
                 "this policy has calls cvg-run's supervisor decides ("

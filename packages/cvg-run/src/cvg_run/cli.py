@@ -396,11 +396,12 @@ def _confined(
                 except SeccompError:
                     pass  # prepare assembles it from the plan
             notify_sock = None
+            late = {"SCRATCH": scratch, "CWD": cwd}
+            guards = guarding.plan_guards(plan, late)
             if not args.trace and guarding.supervised(plan):
-                guard = guarding.Guarding(plan)  # the tracer serves these under --trace
+                guard = guarding.Guarding(plan, guards=guards)  # the tracer's under --trace
                 notify_sock = guard.theirs
-            prepared = prepare(plan, {"SCRATCH": scratch, "CWD": cwd}, notify_sock=notify_sock,
-                               compiled=compiled)  # fmt: skip
+            prepared = prepare(plan, late, notify_sock=notify_sock, compiled=compiled)
             if guard is not None:
                 guard.program, guard.arch = prepared.filter.errno_program, prepared.filter.arch
         except (PlanError, OSError) as e:
@@ -418,7 +419,7 @@ def _confined(
         tracer = None
         try:
             if args.trace:
-                tracer = _tracer(plan, {"SCRATCH": scratch, "CWD": cwd}, prepared, args.verbose)
+                tracer = _tracer(plan, late, prepared, args.verbose, guards)
             try:
                 reserved = record.Reserved(record_path)
             except (OSError, record.Refused):
@@ -460,12 +461,14 @@ def _confined(
 
 
 def _tracer(
-    plan: dict[str, object], variables: dict[str, str], prepared: Prepared, verbose: bool
-) -> Tracer:
+    plan: dict[str, object], variables: dict[str, str], prepared: Prepared, verbose: bool,
+    guards: dict[str, Any],
+) -> Tracer:  # fmt: skip
     from .tracing.tracer import Tracer
 
     flt = prepared.filter
-    tracer = Tracer(plan, variables, say=_say, program=flt.errno_program, arch=flt.arch)
+    tracer = Tracer(plan, variables, say=_say, program=flt.errno_program, arch=flt.arch,
+                    guards=guards)  # fmt: skip
     if verbose:
         seen = "seccomp denials unseen" if tracer.mode == "bpf" else "seccomp denials included"
         _say(f"trace: {tracer.strace} in {tracer.mode} mode ({seen})")

@@ -33,6 +33,23 @@ def paths_guards(plan: dict[str, Any]) -> Any:
     return PathGuards(plan)
 
 
+def plan_guards(plan: dict[str, Any], variables: Mapping[str, str]) -> dict[str, Any]:
+    """The guards made from ``plan`` for its supervised groups, by call name: the
+    ``unix`` group's check the socket paths of the plan's ``unix`` section.
+    Raises cvg_kernel.plan.PlanError for a malformed section."""
+    if "unix" not in supervised(plan):
+        return {}
+    from cvg_kernel.unix_guard import make_guards
+
+    section = plan.get("unix")
+    landlock = plan.get("landlock")
+    return make_guards(
+        section if isinstance(section, dict) else {},
+        variables,
+        landlock if isinstance(landlock, dict) else None,
+    )
+
+
 class Guarding:
     """The supervisor's end: ``theirs`` goes to ``prepare``; ``start()`` after the fork,
     ``stop()`` once the tool's processes are gone (later calls then get ENOSYS)."""

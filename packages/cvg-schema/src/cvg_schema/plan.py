@@ -478,6 +478,27 @@ def _default_rlimits() -> dict[RlimitName, RlimitValue]:
     return {"core": 0}
 
 
+class UnixReachEntry(CvgModel):
+    """One UNIX socket path, or a tree of them, the tool may connect or send to."""
+
+    path: str = Field(description="Absolute; may use `${NAME}` from `variables`.")
+    beneath: bool = Field(
+        default=False, description="true: every socket beneath this directory; false: this path."
+    )
+
+
+class UnixReach(CvgModel):
+    """The pathname UNIX sockets the supervisor lets the tool reach (seccomp `unix`)."""
+
+    reach: list[UnixReachEntry] = Field(
+        default_factory=list,
+        description=(
+            "Checked against the path the address resolves to (symlinks followed, "
+            "/proc magic links refused). Abstract addresses are always refused."
+        ),
+    )
+
+
 class Plan(MessageBase):
     """A compiled plan: the exact Landlock rules, seccomp program, rlimits and environment
     the kernel layer applies (see docs/plan-format.md)."""
@@ -543,6 +564,22 @@ class Plan(MessageBase):
     source: PlanSource | None = Field(
         default=None, description="Where the plan came from (informational)."
     )
+    unix: UnixReach | None = Field(
+        default=None,
+        description=(
+            "With `unix` in `seccomp.supervise`: the socket paths connect() and the send "
+            "calls may name, checked and performed by the supervisor (cvg_kernel.unix_guard). "
+            "Omitted: none."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_unix(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Plans without the section dump (and digest) as they did before it existed.
+        data = handler(self)
+        if self.unix is None and isinstance(data, dict):
+            data.pop("unix", None)
+        return data
 
     @model_validator(mode="after")
     def _core_dumps_off(self) -> Plan:

@@ -199,13 +199,17 @@ class Network(CvgModel):
     )
     tcp_bind: list[Port] = Field(default_factory=list, description="TCP ports it may bind.")
     udp: bool = Field(default=False, description="Whether UDP sockets may be created at all.")
-    unix: bool = Field(
+    unix: bool | list[Annotated[str, Field(min_length=1)]] = Field(
         default=False,
         description=(
             "Whether `socket(AF_UNIX)` and datagram `socketpair()` are allowed (stream and "
-            "seqpacket pairs always are: they reach nothing else). Below Landlock ABI 9 any "
-            "pathname socket the tool can name is reachable, so cvg-run refuses such a "
-            "policy there unless --allow-degraded."
+            "seqpacket pairs always are: they reach nothing else), and which pathname "
+            "sockets connect() and the send calls may reach. true: the sockets beneath "
+            "the filesystem grants. A list: these socket paths, or every socket beneath "
+            "a listed directory (absolute; variables allowed). Landlock checks true from "
+            "ABI 9; below it, and for a list on every ABI, cvg-run's supervisor resolves "
+            "the address, checks it and connects or sends itself. Abstract addresses "
+            "are refused there (Landlock scopes them from ABI 6)."
         ),
     )
     hosts: list[HostRule] = Field(

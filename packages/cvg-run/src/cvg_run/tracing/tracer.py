@@ -50,7 +50,7 @@ from .launch import BOOT
 # typing and collections.abc only for the type checker: they cost every traced start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, Final
 
     from cvg_kernel.plan import Prepared
@@ -131,6 +131,7 @@ class Tracer:
         strace: str | None = None,
         program: Sequence[Any] = (),
         arch: str | None = None,
+        guards: Mapping[str, Any] | None = None,
     ) -> None:
         try:
             self.strace = find_strace(strace)
@@ -165,6 +166,8 @@ class Tracer:
             from ..guarding import paths_guards
 
             self._paths = paths_guards(plan)
+        # The guards made from the plan (cvg_run.guarding.plan_guards), by call name.
+        self.guards = dict(guards or {})
         if self.mode == "notify" or self.supervised:
             # _socket, not socket: the module costs ten milliseconds to import, on the
             # path to starting the tool (cvg_kernel.notify imports it later, in a thread).
@@ -273,7 +276,7 @@ class Tracer:
                 self._notified,
                 stop_fd=self._stop_r,
                 supervised=self.supervised,
-                guards=self._paths.guards if self._paths is not None else None,
+                guards={**(self._paths.guards if self._paths is not None else {}), **self.guards},
             )
         except Exception as e:  # noqa: BLE001 - the notification loop's failure is reported, not raised in a thread
             self.notify_error = f"{type(e).__name__}: {e}"
