@@ -274,3 +274,20 @@ def test_a_fork_storm_never_passes_processes(identity: Identity, box: Box) -> No
     assert len(count.values) > 100, "too few samples of the process table"
     (_, record), *_ = (load_record(p) for p in box.records())
     assert record.limits_by == _expected_mechanism(identity)
+
+
+def test_the_sandbox_api_holds_the_same_limits(box: Box) -> None:
+    """Sandbox's pre-forked runners put the waiting tool in the run's cgroup
+    before it is told to exec (in this process's identity)."""
+    from cvg_run import Sandbox
+
+    (box.share / "tool.py").write_text(PARK)
+    (box.share / "tool.py").chmod(0o644)
+    policy = _policy(box, "api.json", memory_mb=LIMIT_MB, processes=32)
+    with Sandbox(policy, cwd=str(box.cwd)) as sandbox:
+        result, drop = _drop(
+            lambda: sandbox.run([PY, str(box.share / "tool.py"), str(PARK_MB), "1", "sockets"])
+        )
+        assert (result.status, result.meaning) == (137, "limit"), result.stderr
+        assert drop < 2 * LIMIT_MB * MIB, f"MemAvailable fell by {drop >> 20} MiB"
+        assert result.record["limits_by"] == _expected_mechanism(None)

@@ -50,6 +50,11 @@ class RunCgroup:
         for fd in self.join_fds:
             os.write(fd, b"0")
 
+    def add(self, pid: int) -> None:
+        """Move ``pid`` in, from outside: for a process that forks nothing meanwhile."""
+        for fd in self.join_fds:
+            os.write(fd, str(pid).encode())
+
     def oom_kills(self) -> int:
         """How many of the run's processes the kernel killed at the memory limit."""
         if self._events is None:
