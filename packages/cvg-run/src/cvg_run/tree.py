@@ -20,7 +20,7 @@ import resource
 import select
 import stat
 
-from cvg_kernel import process, sockmem
+from cvg_kernel import process
 from cvg_kernel.libc import prctl
 
 PR_GET_DUMPABLE = 3
@@ -121,6 +121,10 @@ def socket_memory(members: list[int], room: int, inet: bool = False) -> int:
     descriptors are read to find its own. A socket in flight (sent over
     another socket with SCM_RIGHTS and closed) is held by no descriptor and
     is not found."""
+    # Imported here: struct and _socket cost every cold start, and a run whose
+    # memory a cgroup holds never samples sockets.
+    from cvg_kernel import sockmem
+
     held = sockmem.socket_memory(inet)
     everything = sum(held.values())
     if everything <= room:
