@@ -3,9 +3,9 @@
 Always: memfds and unlinked in-memory files (tree.held_memory), found by a
 walk of every member's descriptors and maps. Without a memory cgroup, which
 would charge them itself, also what the kernel holds for the tool: AF_UNIX
-socket buffers at every scan (a socketpair fills at hundreds of MiB a
-second), and at the walk's pace TCP and UDP buffers and the files of a
-${SCRATCH} on tmpfs.
+socket buffers and the files of a ${SCRATCH} on tmpfs at every scan (either
+fills at hundreds of MiB a second), and at the walk's pace TCP and UDP
+buffers (a TCP dump walks the kernel's whole connection table).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ class Held:
         self.scratch = scratch
         self.sampled = sampled
         self.reserve = reserve
-        self.walked = 0  # memfds and in-memory files; sampled: scratch, TCP and UDP too
-        self.sockets = 0  # sampled: AF_UNIX buffers
+        self.walked = 0  # memfds and in-memory files; sampled: TCP and UDP too
+        self.sockets = 0  # sampled: AF_UNIX buffers and the scratch files
         # The first walk one interval in, like every later one: a run that ends
         # sooner (most tool calls) pays nothing for it, and RLIMIT_FSIZE and
         # RLIMIT_NOFILE already bound what its memfds can hold meanwhile.
@@ -51,21 +51,19 @@ class Held:
             hidden: set[int] | None = set() if self.reserve.dumpable else None
             self.walked = tree.held_memory(members, self.reserve.memory_devs, hidden)
             if self.sampled:
-                self.walked += self._kernel_held(members, self.limit - resident - self.walked)
+                room = self.limit - resident - self.walked
+                self.walked += tree.socket_memory(members, room, inet=True)
             took = time.monotonic() - began
             self.next = now + max(HELD_INTERVAL, took / HELD_SHARE)
             tree.refuse_hidden(hidden or set(), self.was_hidden)
             self.was_hidden = hidden or set()
         if self.sampled:
-            room = self.limit - resident - self.walked
-            self.sockets = tree.socket_memory(members, room)
+            files = 0
+            if self.scratch is not None:
+                files = tree.directory_memory(self.scratch, self.reserve.memory_devs)
+            room = self.limit - resident - self.walked - files
+            self.sockets = files + tree.socket_memory(members, room)
         return self.walked + self.sockets
-
-    def _kernel_held(self, members: list[int], room: int) -> int:
-        files = 0
-        if self.scratch is not None:
-            files = tree.directory_memory(self.scratch, self.reserve.memory_devs)
-        return files + tree.socket_memory(members, room - files, inet=True)
 
     def near(self, resident: int) -> bool:
         """Whether a sampled limit is half used: then the scans come faster."""
