@@ -377,12 +377,14 @@ KERNEL_PROGRAMS = {
     "strace": "strace",
 }  # fmt: skip
 # The kernel-facing tests: what cvg-kernel asks of Landlock and seccomp, how
-# cvg-run starts, refuses and ends a tool, and cvg-observe's attach as a user under
+# cvg-run starts, refuses and ends a tool (and its cgroup v2 limits: the guest
+# mounts cgroup2, where this machine has v1), and cvg-observe's attach as a user under
 # Yama's ptrace_scope 1 (Ubuntu's default; Debian's kernels have Yama, this
 # repository's CI kernel does not).
 KERNEL_TESTS = [
     "packages/cvg-kernel/tests/test_landlock.py", "packages/cvg-kernel/tests/test_seccomp.py",
     "packages/cvg-run/tests/test_run_exit.py", "packages/cvg-run/tests/test_run_confinement.py",
+    "packages/cvg-run/tests/test_run_kernel_memory.py",
     "packages/cvg-observe/tests/test_observe_yama.py",
 ]  # fmt: skip
 # The smoke subset of the escape matrix (the full one takes hours under TCG): ten

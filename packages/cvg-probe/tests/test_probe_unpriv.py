@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from probe_expect import assert_feature
 
+from cvg_kernel import cgroup
 from cvg_probe import FEATURES, run_probes
 from cvg_schema import Facts, dumps, loads_as
 from cvg_testing import ensure_unpriv_user, in_child
@@ -18,29 +19,32 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to
 
 
 @pytest.fixture(scope="module")
-def unpriv() -> tuple[pwd.struct_passwd, Facts]:
+def unpriv() -> tuple[pwd.struct_passwd, Facts, str | None]:
     user = ensure_unpriv_user()
 
     def body() -> Any:
-        return json.loads(dumps(run_probes()))
+        return {"facts": json.loads(dumps(run_probes())), "cgroup": cgroup.available()}
 
     child = in_child(body, user=user)
     assert child.error is None, child.error
     assert child.exitcode == 0
-    return user, loads_as(Facts, json.dumps(child.value))
+    facts = loads_as(Facts, json.dumps(child.value["facts"]))
+    return user, facts, child.value["cgroup"]
 
 
 @pytest.mark.parametrize("name", FEATURES)
-def test_feature_as_unprivileged_user(unpriv: tuple[pwd.struct_passwd, Facts], name: str) -> None:
-    assert_feature(unpriv[1], name)
+def test_feature_as_unprivileged_user(
+    unpriv: tuple[pwd.struct_passwd, Facts, str | None], name: str
+) -> None:
+    assert_feature(unpriv[1], name, group=unpriv[2])
 
 
-def test_ran_as_that_user(unpriv: tuple[pwd.struct_passwd, Facts]) -> None:
-    user, facts = unpriv
+def test_ran_as_that_user(unpriv: tuple[pwd.struct_passwd, Facts, str | None]) -> None:
+    user, facts, _ = unpriv
     assert facts.euid == user.pw_uid
 
 
-def test_unprivileged_specifics(unpriv: tuple[pwd.struct_passwd, Facts]) -> None:
+def test_unprivileged_specifics(unpriv: tuple[pwd.struct_passwd, Facts, str | None]) -> None:
     facts = unpriv[1]
     caps = facts.feature("caps.drop")
     assert caps is not None and caps.proven

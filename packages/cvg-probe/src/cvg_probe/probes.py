@@ -10,7 +10,8 @@ denial is known to come from the feature and not from something else.
 Children are grouped so that one fork does every check that can share a
 process, and all groups run at once (see :mod:`cvg_probe._fork`). Each group
 lives in the module named after what it proves (``_landlock_fs``,
-``_landlock_net``, ``_landlock_flags``, ``_seccomp``, ``_process``, ``_rlimit``;
+``_landlock_net``, ``_landlock_flags``, ``_seccomp``, ``_process``, ``_rlimit``,
+``_cgroup``;
 strace runs beside them, ``_strace``); this module runs them all and puts the
 features in order. Everything a child uses is imported by this module and
 allocated before any fork.
@@ -31,6 +32,7 @@ from cvg_kernel import landlock, seccomp
 from cvg_schema import Facts, Feature
 
 from . import _fork
+from ._cgroup import CGROUP, CgroupGroup
 from ._fork import Outcome
 from ._group import Group, ProbeError, Spec
 from ._landlock import LandlockState, landlock_state
@@ -83,6 +85,7 @@ FEATURES: tuple[str, ...] = (
     SUBREAPER.name,
     PIDFD.name,
     CLOSE_RANGE.name,
+    CGROUP.name,
     STRACE.name,
 )
 """Every feature name cvg-probe reports, in report order."""
@@ -92,7 +95,7 @@ _SPECS: dict[str, Spec] = {
     for s in (
         LANDLOCK_ABI, *FS_SPECS.values(), NET_CONNECT, NET_BIND, SCOPE_SIGNAL, SCOPE_ABSTRACT,
         *FLAG_SPECS.values(), SECCOMP_FILTER, SECCOMP_ERRNO, SECCOMP_SOCKETS, SECCOMP_ARCH,
-        NNP, CAPS, *RLIMIT_SPECS.values(), SUBREAPER, PIDFD, CLOSE_RANGE, STRACE,
+        NNP, CAPS, *RLIMIT_SPECS.values(), SUBREAPER, PIDFD, CLOSE_RANGE, CGROUP, STRACE,
     )
 }  # fmt: skip
 assert tuple(_SPECS) == FEATURES
@@ -181,6 +184,7 @@ def _build_groups(
     add(ProcessGroup.specs, lambda: ProcessGroup(nr))
     add(RlimitGroup.specs, lambda: RlimitGroup(base))
     add(ReaperGroup.specs, ReaperGroup)
+    add(CgroupGroup.specs, CgroupGroup)
     return groups, static
 
 

@@ -430,7 +430,7 @@ def _confined(
                 cwd=cwd,
                 wall_clock=plan.get("wall_clock_seconds"),
                 processes=plan.get("processes"),
-                totals=tree_limits(plan),
+                totals=tree_limits(plan, scratch),
                 tracer=tracer,
                 guard=guard,
             )

@@ -43,7 +43,7 @@ import tempfile
 import time
 from typing import Any
 
-from cvg_kernel import process
+from cvg_kernel import cgroup, process
 from cvg_kernel.libc import prctl
 from cvg_kernel.plan import (
     EXIT_NOT_STARTED,
@@ -62,8 +62,11 @@ from .supervisor import (
     SignalCatcher,
     failed,
     kill_tree,
+    limits_by,
+    memory_killed,
     not_started,
     read_all,
+    run_cgroup,
     start_failure,
     tree_limits,
     watch,
@@ -115,6 +118,7 @@ def _runner(
     scratch = tempfile.mkdtemp(prefix="cvg-warm-")
     prepared = None
     reserve = None
+    group: cgroup.RunCgroup | None = None
     status = 0
     try:
         try:
@@ -138,6 +142,8 @@ def _runner(
             child_sock.close()
             os.close(err_w)
             handed.append(tool_sock.detach())
+            # The tool waits for its argv, so it has started nothing yet.
+            group = _joined(tool, plan)
         ready = {"path": None if prepared is None else prepared.env.get("PATH"),
                  "error": prep_error}  # fmt: skip
         # Caught before the owner can know this runner: a cancel may come as soon as
@@ -151,7 +157,7 @@ def _runner(
                 for fd in handed:
                     os.close(fd)  # the owner holds them now
             _serve_one(sock, plan, plan_digest, prepared, prep_error, (tool, err_r), sigs,
-                       scratch, keep_scratch, reserve)  # fmt: skip
+                       scratch, keep_scratch, reserve, group)  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - a forked child never returns into the caller's code
         status = 1
         try:
@@ -160,6 +166,8 @@ def _runner(
             pass
     finally:
         kill_tree(reserve=reserve)
+        if group is not None:
+            group.close()
         if reserve is not None:
             reserve.close()
         if prepared is not None:
@@ -180,6 +188,7 @@ def _serve_one(
     scratch: str,
     keep_scratch: bool,
     reserve: Reserve,
+    group: cgroup.RunCgroup | None,
 ) -> None:
     """Wait for the run's details (the owner has told the tool already), watch
     the run, end its tree and send the record."""
@@ -204,7 +213,8 @@ def _serve_one(
         outcome = Outcome(code, "not_found" if code == 127 else "not_executable",
                           detail=message, started=started, ended=time.time())  # fmt: skip
     else:
-        outcome = _supervise_started(*tool, plan, request.get("timeout"), t0, reserve, sigs)
+        outcome = _supervise_started(*tool, plan, request.get("timeout"), t0, reserve, sigs,
+                                     group)  # fmt: skip
         outcome.started = started
         outcome.ended = time.time()
     outcome.leftovers = kill_tree(reserve=reserve)
@@ -241,6 +251,7 @@ def _supervise_started(
     t0: float,
     reserve: Reserve,
     sigs: SignalCatcher,
+    group: cgroup.RunCgroup | None = None,
 ) -> Outcome:
     """Watch a pre-confined tool that has just been told to exec. Whatever goes
     wrong while watching ends the run (fail closed), never the runner: the
@@ -252,10 +263,13 @@ def _supervise_started(
     if timeout is not None:
         wall = timeout if wall is None else min(wall, timeout)
     try:
-        outcome = watch(tool, sigs, t0, wall, plan.get("processes"), tree_limits(plan),
-                        reserve=reserve)  # fmt: skip
+        totals = tree_limits(plan)
+        outcome = watch(tool, sigs, t0, wall, plan.get("processes"), totals, reserve=reserve,
+                        group=group)  # fmt: skip
+        outcome = memory_killed(outcome, group, totals)
     except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
         outcome = failed(f"{type(e).__name__}: {e}")
+    outcome.limits_by = limits_by(group, plan.get("processes"), tree_limits(plan))
     if failure:
         outcome = start_failure(failure)
     outcome.pid = tool
@@ -264,6 +278,19 @@ def _supervise_started(
     outcome.cpu_seconds = usage.ru_utime + usage.ru_stime
     outcome.peak_rss_kb = usage.ru_maxrss
     return outcome
+
+
+def _joined(tool: int, plan: dict[str, Any]) -> cgroup.RunCgroup | None:
+    """The run's cgroup with ``tool`` in it, or None (the limits are sampled)."""
+    group = run_cgroup(plan.get("processes"), tree_limits(plan))
+    if group is None:
+        return None
+    try:
+        group.add(tool)
+    except OSError:
+        group.close()
+        return None
+    return group
 
 
 class _Helper:

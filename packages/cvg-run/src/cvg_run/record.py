@@ -110,6 +110,8 @@ def build(
     }
     if scratch is not None:
         record["scratch"] = {"path": scratch, "kept": scratch_kept}
+    if outcome.limits_by is not None:
+        record["limits_by"] = outcome.limits_by
     return record
 
 

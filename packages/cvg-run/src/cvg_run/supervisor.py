@@ -25,7 +25,7 @@ import time
 # every cold start milliseconds.
 from _collections_abc import Mapping, Sequence
 
-from cvg_kernel import process
+from cvg_kernel import cgroup, process
 from cvg_kernel.plan import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -37,6 +37,7 @@ from cvg_kernel.plan import (
 from cvg_kernel.record import Record
 
 from . import tree
+from .held import Held
 from .tree import Reserve
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -55,12 +56,9 @@ FORWARD_GRACE = 2.0
 # checked more often.
 SCAN_INTERVAL_ROOT = 0.01
 SCAN_INTERVAL_USER = 0.05
-# Memfds and unlinked in-memory files are found by walking every member's
-# descriptors and maps: slower than the stat scan (about 0.7 ms per member of
-# 30 descriptors), so at most this often, and spaced so that the walk takes
-# at most a fifth of the supervisor's time however large the tree.
-HELD_INTERVAL = 0.1
-HELD_SHARE = 0.2
+# Without a memory cgroup, once the tree holds half its memory_mb the scans come
+# this often: socket buffers fill at hundreds of MiB a second.
+SCAN_INTERVAL_NEAR = 0.005
 KILL_DEADLINE = 10.0
 
 _subreaper_set = False
@@ -80,6 +78,7 @@ class Outcome(Record, frozen=False):
     started: float = 0.0
     ended: float = 0.0
     leftovers: int = 0  # processes still alive after the tool ended, that were killed
+    limits_by: str | None = None  # cgroup2, cgroup1 or sampled: what enforced the tree limits
 
 
 def not_started(detail: str) -> Outcome:
@@ -167,10 +166,18 @@ class SignalCatcher:
         os.close(self.write_fd)
 
 
-def _child(prepared: Prepared, argv: Sequence[str], cwd: str | None, err_w: int) -> None:
+def _child(
+    prepared: Prepared,
+    argv: Sequence[str],
+    cwd: str | None,
+    err_w: int,
+    group: cgroup.RunCgroup | None,
+) -> None:
     """Between fork and exec. Never returns; failures go up the error pipe as
     ``STATUS message`` so the supervisor can name them."""
     try:
+        if group is not None:
+            group.enter()
         for sig in (*FORWARDED, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         if cwd is not None:
@@ -214,6 +221,7 @@ def supervise(
     t0 = time.monotonic()
     # Before the fork: once the tool runs it may lower this process's limits.
     reserve = Reserve()
+    group = run_cgroup(processes, totals, traced=tracer is not None)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     trace_r = trace_w = -1
     strace_argv: list[str] = []
@@ -232,17 +240,22 @@ def supervise(
             if pid == 0:
                 os.close(err_r)
                 if tracer is None:
-                    _child(prepared, argv, cwd, err_w)
+                    _child(prepared, argv, cwd, err_w, group)
                 else:
                     os.close(trace_r)
-                    _strace_child(strace_argv, cwd, err_w, [err_w, trace_w, *tracer.child_fds])
+                    keep = [err_w, trace_w, *tracer.child_fds]
+                    _strace_child(strace_argv, cwd, err_w, keep, group)
             os.close(err_w)
             if guard is not None:
                 guard.start()
             limits = (wall_clock, processes, totals)
-            outcome = _watched(pid, (err_r, trace_r, trace_w), sigs, t0, limits, tracer, reserve)
+            outcome = _watched(
+                pid, (err_r, trace_r, trace_w), sigs, t0, limits, tracer, reserve, group
+            )
     finally:
         reserve.close()
+        if group is not None:
+            group.close()
         if guard is not None:
             guard.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -254,7 +267,30 @@ def supervise(
     # ru_maxrss of reaped children is a high-water mark over every child this
     # process ever reaped: exact for one run per process, an upper bound otherwise.
     outcome.peak_rss_kb = after.ru_maxrss
+    outcome.limits_by = limits_by(group, processes, totals)
     return outcome
+
+
+def run_cgroup(
+    processes: int | None, totals: TreeLimits | None, *, traced: bool = False
+) -> cgroup.RunCgroup | None:
+    """The run's cgroup for ``processes`` and memory_mb, when one can be made.
+    Under --trace strace is in it too, and is one more process."""
+    pids = None if processes is None else processes + (1 if traced else 0)
+    memory = None if totals is None else totals.memory_bytes
+    return cgroup.make(memory, pids)
+
+
+def limits_by(
+    group: cgroup.RunCgroup | None, processes: int | None, totals: TreeLimits | None
+) -> str | None:
+    """What enforced the tree's process and memory limits: the cgroup's
+    version, ``sampled`` (the supervisor's scans alone), or None without either."""
+    if group is not None:
+        return group.version
+    if processes is None and (totals is None or totals.memory_bytes is None):
+        return None
+    return "sampled"
 
 
 def _watched(
@@ -265,6 +301,7 @@ def _watched(
     limits: tuple[float | None, int | None, TreeLimits | None],
     tracer: Tracer | None,
     reserve: Reserve,
+    group: cgroup.RunCgroup | None = None,
 ) -> Outcome:
     """Watch the forked child to the end, then end its whole tree whatever
     happened while watching: this is the only way out of a started run.
@@ -282,17 +319,19 @@ def _watched(
             failure = read_all(err_r)
             os.close(err_r)
             err_r = -1
-            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, reserve=reserve)
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, reserve=reserve,
+                            group=group)  # fmt: skip
         else:
             os.close(trace_w)
             tracer.strace_pid = pid
             tracer.start(trace_r)
-            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve)
+            outcome = watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve, group)
             strace_left = _running(pid)
     except Exception as e:  # noqa: BLE001 - whatever failed, the tree still ends and the run has a record
         outcome = failed(f"{type(e).__name__}: {e}")
     finally:
         killed = kill_tree(reserve=reserve)
+    outcome = memory_killed(outcome, group, totals)
     if tracer is None:
         if failure:
             outcome = start_failure(failure)
@@ -335,11 +374,19 @@ def _running(pid: int) -> int:
     return 0 if stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X") else 1
 
 
-def _strace_child(strace_argv: list[str], cwd: str | None, err_w: int, keep: list[int]) -> None:
+def _strace_child(
+    strace_argv: list[str],
+    cwd: str | None,
+    err_w: int,
+    keep: list[int],
+    group: cgroup.RunCgroup | None,
+) -> None:
     """Between fork and the exec of strace (which starts the launcher). Never
     returns; a failure goes up the error pipe like the untraced child's."""
     message = "exec returned"
     try:
+        if group is not None:
+            group.enter()
         for sig in (*FORWARDED, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         if cwd is not None:
@@ -391,9 +438,11 @@ class TreeLimits(Record):
 
     cpu_seconds: float | None = None
     memory_bytes: int | None = None
+    # Where files the tool writes count against memory_bytes when it is on tmpfs.
+    scratch: str | None = None
 
 
-def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
+def tree_limits(plan: Mapping[str, Any], scratch: str | None = None) -> TreeLimits:
     """cpu_seconds and memory_mb of the policy, as the plan's rlimits carry them."""
 
     def soft(value: object) -> int | None:
@@ -407,7 +456,7 @@ def tree_limits(plan: Mapping[str, Any]) -> TreeLimits:
     memory = soft(rlimits.get("data"))
     if memory is None:
         memory = soft(rlimits.get("as"))
-    return TreeLimits(None if cpu is None else float(cpu), memory)
+    return TreeLimits(None if cpu is None else float(cpu), memory, scratch)
 
 
 def watch(
@@ -419,18 +468,19 @@ def watch(
     totals: TreeLimits | None = None,
     tracer: Tracer | None = None,
     reserve: Reserve | None = None,
+    group: cgroup.RunCgroup | None = None,
 ) -> Outcome:
     """Wait for the tool's first process to end, or for a limit. ``pid`` is the
     child this process forked: the tool, or strace under ``tracer``.
 
     ``reserve`` should be made before that fork (see tree.Reserve); without
-    one, it is made here.
+    one, it is made here. ``group`` is the run's cgroup, which the tool joined.
     """
     own = reserve is None
     if reserve is None:
         reserve = Reserve()
     try:
-        return _watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve)
+        return _watch(pid, sigs, t0, wall_clock, processes, totals, tracer, reserve, group)
     finally:
         if own:
             reserve.close()
@@ -445,6 +495,7 @@ def _watch(
     totals: TreeLimits | None,
     tracer: Tracer | None,
     reserve: Reserve,
+    group: cgroup.RunCgroup | None,
 ) -> Outcome:
     deadline = None if wall_clock is None else t0 + wall_clock
     if totals is not None and totals.cpu_seconds is None and totals.memory_bytes is None:
@@ -458,12 +509,9 @@ def _watch(
     except OSError:
         pidfd = -1  # reaped already, or no descriptor to spare: waitpid at each tick
     forwarded_at: float | None = None
-    held = 0
-    # The first walk one interval in, like every later one: a run that ends sooner
-    # (most tool calls) pays nothing for it, and RLIMIT_FSIZE and RLIMIT_NOFILE
-    # already bound what its memfds can hold meanwhile.
-    held_next = t0 + HELD_INTERVAL
-    was_hidden: set[int] = set()
+    limit = None if totals is None else totals.memory_bytes
+    held = Held(limit, None if totals is None else totals.scratch, group is None, reserve, t0)
+    resident = 0
     # epoll, not poll: poll() fails with EINVAL once RLIMIT_NOFILE is below the
     # number of descriptors it is given, and the tool can lower ours.
     poller = reserve.poller
@@ -505,22 +553,17 @@ def _watch(
                     if tracer is not None:
                         members = [m for m in members if m != pid]
                     used = tree.usage(members, () if tracer is None else (pid,))
-                    memory = totals is not None and totals.memory_bytes is not None
-                    if memory and now >= held_next:
-                        began = time.monotonic()
-                        hidden: set[int] | None = set() if reserve.dumpable else None
-                        held = tree.held_memory(members, reserve.memory_devs, hidden)
-                        took = time.monotonic() - began
-                        held_next = now + max(HELD_INTERVAL, took / HELD_SHARE)
-                        tree.refuse_hidden(hidden or set(), was_hidden)
-                        was_hidden = hidden or set()
+                    resident = used.resident
+                    extra = held.scan(members, resident, now)
                 except OSError as e:
                     return failed(_blind(e))
-                detail = _over(used, held, processes, totals, reaped_before)
+                detail = _over(used, extra, processes, totals, reaped_before, group)
                 if detail is not None:
                     return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
                                    detail=detail)  # fmt: skip
             timeout = interval if scanning or pidfd < 0 else 1.0
+            if held.near(resident):
+                timeout = min(timeout, SCAN_INTERVAL_NEAR)
             if deadline is not None:
                 timeout = min(timeout, max(deadline - now, 0.0))
             if forwarded_at is not None:
@@ -545,8 +588,11 @@ def _over(
     processes: int | None,
     totals: TreeLimits | None,
     reaped_before: float,
+    group: cgroup.RunCgroup | None = None,
 ) -> str | None:
     """Which limit the tree is past, in words, or None."""
+    if group is not None and group.oom_kills():
+        return cgroup_memory_detail(totals)
     if processes is not None and used.tasks > processes:
         return (f"more than processes={processes} tasks running at once "
                 f"({used.tasks}; each thread counts)")  # fmt: skip
@@ -560,10 +606,29 @@ def _over(
     memory = used.resident + held
     if totals.memory_bytes is not None and memory > totals.memory_bytes:
         limit_mb = totals.memory_bytes >> 20
-        extra = f" and {held >> 20} MiB in memfds or unlinked in-memory files" if held else ""
+        extra = (f" and {held >> 20} MiB in memfds or unlinked in-memory files, socket "
+                 "buffers or scratch files on tmpfs" if held else "")  # fmt: skip
         return (f"the tool's processes held {used.resident >> 20} MiB resident{extra} "
                 f"at once, more than memory_mb={limit_mb}")  # fmt: skip
     return None
+
+
+def cgroup_memory_detail(totals: TreeLimits | None) -> str:
+    limit_mb = 0 if totals is None or totals.memory_bytes is None else totals.memory_bytes >> 20
+    return (f"the tool's processes held more than memory_mb={limit_mb} at once, counting "
+            "the memfds, in-memory files and socket and pipe buffers the kernel holds for "
+            "them (their memory cgroup killed one)")  # fmt: skip
+
+
+def memory_killed(
+    outcome: Outcome, group: cgroup.RunCgroup | None, totals: TreeLimits | None
+) -> Outcome:
+    """The memory limit's outcome when the run's cgroup killed any of its
+    processes, whatever the first process's own status was."""
+    if group is None or outcome.meaning == "limit" or not group.oom_kills():
+        return outcome
+    return Outcome(128 + signal.SIGKILL, "limit", signal=signal.SIGKILL,
+                   detail=cgroup_memory_detail(totals))  # fmt: skip
 
 
 def _drain(fd: int) -> None:

@@ -111,6 +111,62 @@ def held_memory(
     return sum(sizes.values())
 
 
+def socket_memory(members: list[int], room: int, inet: bool = False) -> int:
+    """Bytes in the buffers of the sockets ``members`` hold open (AF_UNIX, or
+    with ``inet`` TCP and UDP), each socket once.
+
+    When every such socket of the machine holds no more than ``room`` bytes
+    together, that sum is returned without looking at any descriptor: the
+    limit cannot be past, whoever holds them. Otherwise each member's
+    descriptors are read to find its own. A socket in flight (sent over
+    another socket with SCM_RIGHTS and closed) is held by no descriptor and
+    is not found."""
+    # Imported here: struct and _socket cost every cold start, and a run whose
+    # memory a cgroup holds never samples sockets.
+    from cvg_kernel import sockmem
+
+    held = sockmem.socket_memory(inet)
+    everything = sum(held.values())
+    if everything <= room:
+        return everything
+    inodes: set[int] = set()
+    for pid in members:
+        try:
+            inodes |= sockmem.socket_inodes(pid)
+        except OSError as e:
+            if process.gone(e) or e.errno == errno.EACCES:
+                continue  # a hidden member is refused by the walk of held_memory
+            raise
+    return sum(held[inode] for inode in inodes if inode in held)
+
+
+def directory_memory(path: str, memory_devs: frozenset[int]) -> int:
+    """Bytes allocated to the files under ``path`` when it is on an in-memory
+    filesystem (a tmpfs ${SCRATCH}), each inode once; 0 on disk."""
+    try:
+        if os.stat(path).st_dev not in memory_devs:
+            return 0
+    except FileNotFoundError:
+        return 0
+    sizes: dict[tuple[int, int], int] = {}
+    stack = [path]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(entry.path)
+            if st.st_dev in memory_devs:
+                sizes[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return sum(sizes.values())
+
+
 def refuse_hidden(hidden: set[int], before: set[int]) -> None:
     """Raise PermissionError for a member hidden at two walks in a row: not
     just exiting, but made non-dumpable. What cannot be counted ends the run."""

@@ -268,6 +268,15 @@ class RunRecord(MessageBase):
     connections_omitted: int = Field(
         default=0, ge=0, description="Connections past the first 10000, not listed."
     )
+    limits_by: Literal["cgroup2", "cgroup1", "sampled"] | None = Field(
+        default=None,
+        description=(
+            "What held `processes` and `memory_mb` to the tool's whole tree: a cgroup "
+            "(v2 or v1; exact counts, and memory the kernel holds for the tool is "
+            "charged), or `sampled` (the supervisor's scans of the tree). Null with "
+            "neither limit."
+        ),
+    )
 
     @model_serializer(mode="wrap")
     def _omit_no_connections(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -280,6 +289,8 @@ class RunRecord(MessageBase):
                 data.pop("connections_omitted", None)
             if self.seal is None:  # and one without a key, the record it always did
                 data.pop("seal", None)
+            if self.limits_by is None:
+                data.pop("limits_by", None)
         return data
 
     started: AwareDatetime = Field(strict=False, description="When the run started.")
