@@ -304,8 +304,10 @@ def falsedenial(session: nox.Session) -> None:
     """The false-denial suite (benchmarks/workloads/): 41 benign real programs and MCP
     servers under their hand-written policies and under policies generated from other
     inputs; fails when a hand-written policy denies anything or the generated ones do
-    worse than the committed results. The MCP sessions idle 35 s here (the recorded run:
-    300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
+    worse than the committed results, workload by workload: a new denial seen twice in
+    the last recordings (benchmarks/results/falsedenial-recordings.json, this run and
+    its rerun alone included) fails. The MCP sessions idle as long as the committed run
+    did (300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
     into a .servers folder beside the workloads (npm, uv). To re-record the results:
     `uv run python benchmarks/workloads/suite.py` (then render the README)."""
     _apt_install(session, WORKLOAD_PROGRAMS)
