@@ -40,13 +40,17 @@ def test_runs():
 """
 
 
-def _outcomes(pytester: pytest.Pytester, ci: str | None) -> dict[str, str]:
+def _run(pytester: pytest.Pytester, ci: str | None, body: str) -> pytest.RunResult:
     if ci is None:
         pytester._monkeypatch.delenv("CI", raising=False)
     else:
         pytester._monkeypatch.setenv("CI", ci)
-    pytester.makepyfile(BODY)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    pytester.makepyfile(body)
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider")
+
+
+def _outcomes(pytester: pytest.Pytester, ci: str | None) -> dict[str, str]:
+    result = _run(pytester, ci, BODY)
     return {r.nodeid.split("::")[1]: r.outcome for r in result.reprec.getreports()
             if r.when == "call" or r.outcome != "passed"}  # fmt: skip
 
@@ -175,12 +179,7 @@ def test_stops_early():
 def test_xfails_are_strict_and_an_early_xfail_fails_under_ci(
     pytester: pytest.Pytester, ci: str | None
 ) -> None:
-    if ci is None:
-        pytester._monkeypatch.delenv("CI", raising=False)
-    else:
-        pytester._monkeypatch.setenv("CI", ci)
-    pytester.makepyfile(XFAILS)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result = _run(pytester, ci, XFAILS)
     if ci is None:  # pytest's own rules: a non-strict xpass passes
         result.assert_outcomes(xfailed=2, xpassed=1)
     else:
