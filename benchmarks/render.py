@@ -146,7 +146,7 @@ def render_run(run: dict[str, Any]) -> list[str]:
     cold = run["ratios"]["cold_true_over_bare_python"]
 
     def met(t: dict[str, Any]) -> str:
-        return "**yes**" if t["met"] else "**no**"
+        return "**yes**" if meets(t["value"], t["limit"]) else "**no**"
 
     lines += [
         "",
@@ -265,14 +265,21 @@ def render_bench(bench: dict[str, Any], chart: str | None = None) -> list[str]:
 
 
 LABELS = {
-    "hand-B": ("hand-written", "B", "0"),
-    "gen-A": ("generated from A", "A", "0"),
-    "gen-B": ("generated from A", "B", "<= 5%"),
+    "hand-B": ("hand-written", "B"),
+    "gen-A": ("generated from A", "A"),
+    "gen-B": ("generated from A", "B"),
 }
 
 
 def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
+
+
+def meets(value: float, limit: float, *, at_least: bool = False) -> bool:
+    """Whether a measured value meets its limit, decided here from the two numbers: a
+    "met" flag in the results is not trusted (a hand edit or an old benchmark could
+    leave it wrong)."""
+    return value >= limit if at_least else value <= limit
 
 
 def render_falsedenial(stem: str, fd: dict[str, Any]) -> list[str]:
@@ -285,9 +292,11 @@ def render_falsedenial(stem: str, fd: dict[str, Any]) -> list[str]:
         "| policy | input | false denials | rate | Wilson 95% | target | met |",
         "|---|---|---:|---:|---|---|---|",
     ]
-    for label, (policy, on, target) in LABELS.items():
+    for label, (policy, on) in LABELS.items():
         r = fd["rates"][label]
-        met = "**yes**" if fd["targets"][label]["met"] else "**no**"
+        limit = fd["targets"][label]["limit"]
+        met = "**yes**" if meets(r["rate"], limit) else "**no**"
+        target = "0" if limit == 0 else f"<= {pct(limit)}"
         low, high = r["wilson95"]
         lines.append(
             f"| {policy} | {on} | {r['false_denials']}/{r['runs']} | {pct(r['rate'])} | "
@@ -448,12 +457,14 @@ def render_targets(data: dict[str, Any]) -> list[str]:
         if target is None:
             row(what, "", "", None, "")
             continue
+        at_least = unit == "/s"
         if "values" in target:  # one value per workload: the worst counts
-            value = max(target["values"].values())
-            met = all(target["met"].values())
+            values = target["values"].values()
+            value = min(values) if at_least else max(values)
         else:
-            value, met = target["value"], bool(target["met"])
-        bound = ">=" if unit == "/s" else "<="
+            value = target["value"]
+        met = meets(value, target["limit"], at_least=at_least)
+        bound = ">=" if at_least else "<="
         row(what, _value(value, unit), f"{bound} {_value(target['limit'], unit)}", met,
             when(entry["measured_at"]))  # fmt: skip
     gen = data.get("generate")

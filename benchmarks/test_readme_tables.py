@@ -194,3 +194,46 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
     gen = [line for line in rows.values() if "cvg-generate" in line]
     assert "7.50 s | <= 10.00 s | **yes**" in gen[0]
     assert "250.0 MB | <= 200.0 MB | **no**" in gen[1]
+
+
+def test_met_is_decided_from_value_and_limit(tmp_path: Path) -> None:
+    """A recorded "met" flag is not what the README shows: flipping every flag renders
+    the same README, and a value moved past its limit turns "yes" into "no"."""
+    readme, results = _copies(tmp_path)
+    hosts = render.load_hosts(results, None)
+    with_run = [(stem, data) for stem, data in hosts if "targets" in data.get("run", {})]
+    if not with_run:
+        pytest.skip("no results file has run targets")
+    stem, data = with_run[0]
+    for entry in data.values():
+        for target in entry.get("targets", {}).values() if isinstance(entry, dict) else []:
+            if isinstance(target.get("met"), bool):
+                target["met"] = not target["met"]
+    (results / f"{stem}.json").write_text(json.dumps(data))
+    assert render.check(readme, results) == []
+
+    cold = data["run"]["targets"]["cold_true_at_most_2x_python"]
+    cold["value"] = cold["limit"] / 2
+    assert render.meets(cold["value"], cold["limit"])
+    rows = [line for line in render.render_targets(data) if line.startswith("| cold")]
+    assert rows and "**yes**" in rows[0]
+    cold["value"] = cold["limit"] * 2
+    rows = [line for line in render.render_targets(data) if line.startswith("| cold")]
+    assert "**no**" in rows[0]
+    assert not render.meets(1.0, 2.0, at_least=True) and render.meets(2.0, 2.0, at_least=True)
+
+
+def test_the_false_denial_target_is_the_recorded_limit() -> None:
+    with_fd = [data for _, data in render.load_hosts(render.RESULTS, None) if "falsedenial" in data]
+    if not with_fd:
+        pytest.skip("no results file has falsedenial")
+    fd = with_fd[0]["falsedenial"]
+    for r in fd["rates"].values():
+        r.update(false_denials=1, runs=10, rate=0.1)
+    fd["targets"] = {"hand-B": {"limit": 0.0}, "gen-A": {"limit": 0.25}, "gen-B": {"limit": 0.05}}
+    table = [line for line in render.render_falsedenial("h", fd) if "| 1/10 |" in line]
+    assert [line.rsplit(" | ", 2)[1:] for line in table] == [
+        ["0", "**no** |"],  # hand-B: 10% against 0
+        ["<= 25%", "**yes** |"],  # gen-A
+        ["<= 5%", "**no** |"],  # gen-B
+    ]

@@ -5,9 +5,14 @@ ones are no worse than the committed results say.
 
 Needs the workloads' programs (noxfile.py's WORKLOAD_PROGRAMS; `nox -s falsedenial`
 installs them) and npm and uv for the MCP servers (the suite installs those into
-a .servers folder beside the workloads). The MCP sessions idle GAP seconds on B: more than 30,
-so a server the generated policy gives a short wall clock is seen dying in the gap;
-the recorded run idles 300.
+a .servers folder beside the workloads). The MCP sessions idle on B as long as the
+committed run did (its ``gap_s``, 300 s): a server the generated policy gives a short
+wall clock is seen dying in the gap, and the gate checks what the results claim.
+
+The generated policies are compared by workload, not by count: a workload denied now
+that the committed results pass is run again alone, and the full run and the rerun
+are recorded with their outcomes (denial_history.py). A denial seen twice in the last
+recordings fails.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve().parent
-GAP = 35.0
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -36,6 +40,7 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 suite = _load("cvg_bench_suite", HERE / "workloads" / "suite.py")
+history = _load("cvg_bench_denial_history", HERE / "denial_history.py")
 
 
 def committed() -> dict[str, Any]:
@@ -50,10 +55,40 @@ def committed() -> dict[str, Any]:
     return max(found, key=lambda e: len(e["workloads"]))
 
 
+def gap() -> float:
+    """The idle gap of the committed run, which this one repeats."""
+    return float(committed()["gap_s"])
+
+
+def denied_by(entry: dict[str, Any], label: str) -> set[str]:
+    return {n for n, e in entry["per_workload"].items() if e["verdicts"][label]["denied"]}
+
+
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("falsedenial")
-    return dict(suite.run_suite(suite.workloads(None), None, root, gap=GAP, jobs=2))
+    return dict(suite.run_suite(suite.workloads(None), None, root, gap=gap(), jobs=2))
+
+
+@pytest.fixture(scope="module")
+def recordings(
+    measured: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> list[dict[str, Any]]:
+    """Each generated policy's new denials (workloads the committed results pass) run
+    again alone, and this run recorded with the reruns' outcomes: on two busy cores a
+    generated policy sized from a quick observation can run out of wall clock once."""
+    then = committed()
+    denied, reruns = {}, []
+    for label in ("gen-A", "gen-B"):
+        denied[label] = sorted(denied_by(measured, label))
+        for name in sorted(denied_by(measured, label) - denied_by(then, label)):
+            root = tmp_path_factory.mktemp(f"again-{label}-{name}")
+            again = suite.run_suite(suite.workloads([name]), None, root, gap=gap(), jobs=1)
+            outcome = (
+                "denied" if again["per_workload"][name]["verdicts"][label]["denied"] else "passed"
+            )
+            reruns.append({"label": label, "workload": name, "outcome": outcome})
+    return list(history.append(history.recording(gap(), denied, reruns)))
 
 
 def test_every_workload_runs_bare(measured: dict[str, Any]) -> None:
@@ -68,8 +103,8 @@ def test_the_sessions_idled(measured: dict[str, Any]) -> None:
     """The gap happened: every server's bare session on B lasted longer than it."""
     for name, entry in measured["per_workload"].items():
         if "gap_s" in entry:
-            assert entry["gap_s"] == GAP > 30
-            assert entry["bare"]["B"]["seconds"] > GAP, name
+            assert entry["gap_s"] == gap() > 30
+            assert entry["bare"]["B"]["seconds"] > gap(), name
 
 
 def test_hand_written_policies_deny_nothing(measured: dict[str, Any]) -> None:
@@ -86,47 +121,65 @@ def test_hand_written_policies_deny_nothing(measured: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("label", ["gen-A", "gen-B"])
 def test_generated_policies_no_worse_than_committed(
-    measured: dict[str, Any], label: str, tmp_path: Path
+    measured: dict[str, Any], recordings: list[dict[str, Any]], label: str
 ) -> None:
-    """A workload denied now that the committed results pass is run again, alone: on two
-    busy cores a generated policy sized from a quick observation can run out of wall
-    clock. It counts if it is denied alone too."""
-    then = committed()
-    now_denied = sorted(
-        n for n, e in measured["per_workload"].items() if e["verdicts"][label]["denied"]
-    )
-    limit = then["rates"][label]["false_denials"]
-    passed_then = {n for n, e in then["per_workload"].items() if not e["verdicts"][label]["denied"]}
-    alone_ok = []
-    if len(now_denied) > limit:
-        for name in sorted(set(now_denied) & passed_then):
-            root = tmp_path / name
-            root.mkdir()
-            again = suite.run_suite(suite.workloads([name]), None, root, gap=GAP, jobs=1)
-            if not again["per_workload"][name]["verdicts"][label]["denied"]:
-                alone_ok.append(name)
-    still = [n for n in now_denied if n not in alone_ok]
-    assert len(still) <= limit, (
-        f"{label}: {len(still)} false denials ({', '.join(still)}), "
-        f"{limit} committed; regenerate the results only if this is understood"
-        + (f" (passed when run alone: {', '.join(alone_ok)})" if alone_ok else "")
+    """By workload: a denial the committed results do not have counts when it was seen
+    twice in the recent recordings (this run and its rerun alone included)."""
+    new = sorted(denied_by(measured, label) - denied_by(committed(), label))
+    seen = {n: history.sightings(recordings, label, n) for n in new}
+    failing = [f"{n} (seen {k} times)" for n, k in seen.items() if k >= 2]
+    assert not failing, (
+        f"{label}: denied now, passed in the committed results: {', '.join(failing)}; "
+        f"see {history.PATH.name}; regenerate the results only if this is understood"
     )
 
 
 @pytest.mark.parametrize("k", ["1", "2", "3"])
 def test_learning_curve_no_worse_than_committed(measured: dict[str, Any], k: str) -> None:
-    then = committed()["curve"]["rates"][k]["false_denials"]
-    now = sorted(
-        n
-        for n in measured["curve"]["workloads"]
-        if measured["per_workload"][n]["curve"][f"curve-{k}"]["denied"]
-    )
-    assert len(now) <= then, f"learned from {k}: {len(now)} false denials ({', '.join(now)})"
+    """By workload: none denied now that the committed curve passes."""
+
+    def denied(entry: dict[str, Any]) -> set[str]:
+        return {
+            n for n in entry["curve"]["workloads"]
+            if entry["per_workload"][n]["curve"][f"curve-{k}"]["denied"]
+        }  # fmt: skip
+
+    new = sorted(denied(measured) - denied(committed()))
+    assert not new, f"learned from {k}: newly denied {', '.join(new)}"
 
 
 def test_overgrants_no_more_than_committed(measured: dict[str, Any]) -> None:
-    found = {n: e["overgrants"] for n, e in measured["per_workload"].items() if e.get("overgrants")}
-    assert sum(map(len, found.values())) <= committed()["overgrants"], found
+    """By workload: no overgrant the committed results do not list for it."""
+    then = committed()["per_workload"]
+    new = {
+        n: sorted(
+            set(map(str, e["overgrants"])) - set(map(str, then.get(n, {}).get("overgrants", [])))
+        )
+        for n, e in measured["per_workload"].items()
+        if e.get("overgrants")
+    }
+    assert not {n: o for n, o in new.items() if o}, new
+
+
+def test_a_denial_seen_twice_is_counted(tmp_path: Path) -> None:
+    """The recordings are not forgiving: one sighting passes, a second in the window
+    fails, and a sighting older than the window is forgotten."""
+    path = tmp_path / "recordings.json"
+    passed = history.recording(
+        300.0, {"gen-B": ["x"]}, [{"label": "gen-B", "workload": "x", "outcome": "passed"}]
+    )
+    kept = history.append(passed, path)
+    assert history.sightings(kept, "gen-B", "x") == 1 and history.sightings(kept, "gen-A", "x") == 0
+    denied = history.recording(
+        300.0, {"gen-B": ["x"]}, [{"label": "gen-B", "workload": "x", "outcome": "denied"}]
+    )
+    assert history.sightings([denied], "gen-B", "x") == 2
+    kept = history.append(history.recording(300.0, {"gen-B": ["x"]}, []), path)
+    assert history.sightings(kept, "gen-B", "x") == 2
+    for _ in range(history.WINDOW - 1):
+        kept = history.append(history.recording(300.0, {}, []), path)
+    assert len(kept) == history.WINDOW and history.sightings(kept, "gen-B", "x") == 1
+    assert history.load(path) == kept
 
 
 def test_a_denial_is_noticed(tmp_path: Path) -> None:

@@ -252,7 +252,7 @@ print(subprocess.run([sys.argv[1], "-u"], capture_output=True, text=True, check=
 
 def test_execute(box: Box, who: Who) -> None:
     policy = default_policy()
-    policy["filesystem"]["execute"] = ["/usr/bin/python3.11", "/lib64/ld-linux-x86-64.so.2"]
+    policy["filesystem"]["execute"] = ["${PYTHON}", "/lib64/ld-linux-x86-64.so.2"]
     uid = str(who.user.pw_uid if who.user is not None else 0)
     planted(
         box,
@@ -704,7 +704,7 @@ def test_execute_a_script_whose_interpreter_is_missing(box: Box) -> None:
     script = box.write(box.cwd / "run.sh", "#!/bin/sh\necho OK script\n", 0o755)
     policy = default_policy()
     policy["filesystem"]["execute"] = [
-        "/usr/bin/python3.11",
+        "${PYTHON}",
         "/lib64/ld-linux-x86-64.so.2",
         "${CWD}/run.sh",
     ]

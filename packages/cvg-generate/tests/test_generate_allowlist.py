@@ -27,11 +27,13 @@ from cvg_generate.cli import main
 from cvg_generate.generate import Source, generate
 from cvg_kernel.libc import machine
 from cvg_kernel.seccomp import DEFAULT_DENY, table
+from cvg_policy.variables import system_python
 from cvg_schema import Observation
 from cvg_testing import ensure_unpriv_user
 
 ARCH = machine()
-PY = "/usr/bin/python3.11"
+# The system's interpreter, as its real file: the unprivileged user can run it.
+PY = system_python()["PYTHON"]
 
 
 def _obs(syscalls: dict[str, int] | None, **extra: Any) -> Observation:
@@ -41,7 +43,7 @@ def _obs(syscalls: dict[str, int] | None, **extra: Any) -> Observation:
         "cwd": "/tmp/work",
         "executables": [
             {
-                "path": "/usr/bin/python3.11",
+                "path": PY,
                 "interpreter": "/lib64/ld-linux-x86-64.so.2",
                 "event_id": "e1",
             }
@@ -230,7 +232,7 @@ def _check(root: Path, identity: str) -> None:
 def _traced_as(user: Any, place: wl.Place, inp: wl.Input, policy: Path) -> wl.Outcome:
     place.reset(inp)
     wl.give_to(place, user)
-    argv = ["/usr/bin/python3.11", "-c", wl.LAUNCH, wl.SITE, "--trace", "-p", str(policy), "--"]
+    argv = [*wl.launcher_for(user), "--trace", "-p", str(policy), "--"]
     proc = subprocess.run(
         [*argv, *inp.argv], cwd=place.work, env=place.env(), capture_output=True, text=True,
         timeout=120, user=user.pw_uid, group=user.pw_gid, extra_groups=[],

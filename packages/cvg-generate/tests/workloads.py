@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+import cvg_testing
 from cvg_testing import TextServer, Under
 
 BIN: Final = Path(sys.executable).parent
@@ -358,18 +359,25 @@ LAUNCH: Final = (
 )
 
 
+def launcher_for(user: pwd.struct_passwd) -> list[str]:
+    """cvg-run as ``user`` starts it: an interpreter of this Python version that user
+    can execute, and this environment's packages, or a world-readable copy of them when
+    the user cannot enter the clone (the interpreter running the tests, and the clone,
+    may sit under a 0700 home)."""
+    site = cvg_testing.import_path_for(user) or SITE
+    return [cvg_testing.unpriv_python(user), "-c", LAUNCH, site]
+
+
 def run_as(
     user: pwd.struct_passwd, place: Place, w: Workload, inp: Input, policy: Path | None
 ) -> Outcome:
-    """The input's command as ``user``: bare (``policy`` None), or under cvg-run, started
-    by the system's python with this environment's packages (the interpreter running
-    the tests may be unreadable to that user)."""
+    """The input's command as ``user``: bare (``policy`` None), or under cvg-run (see
+    launcher_for)."""
     place.reset(inp)
     give_to(place, user)
     argv = list(inp.argv)
     if policy is not None:
-        launcher = ["/usr/bin/python3.11", "-c", LAUNCH, SITE]
-        argv = [*launcher, "-p", str(policy), "--", *argv]
+        argv = [*launcher_for(user), "-p", str(policy), "--", *argv]
     wait = w.beside(PORT_SERVER) if w.beside is not None else None
     proc = subprocess.run(
         argv, cwd=place.work, env=place.env(), capture_output=True, text=True, timeout=120,

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from importhelp import executable
 
+from cvg_policy.variables import system_python
+
 
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -15,7 +17,15 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("runtime")
     out = d / "runtime.json"
     made = subprocess.run(
-        [executable("cvg-observe"), "--out", str(out), "--", "/usr/bin/python3.11", "-c", "pass"],
+        [
+            executable("cvg-observe"),
+            "--out",
+            str(out),
+            "--",
+            system_python()["PYTHON"],
+            "-c",
+            "pass",
+        ],
         capture_output=True,
         timeout=120,
         cwd=d,

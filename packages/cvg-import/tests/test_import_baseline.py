@@ -8,6 +8,7 @@ from pathlib import Path
 from importhelp import FIXTURES, obs, report, run_cli
 
 from cvg_import.importer import Baseline, import_divergence
+from cvg_policy.variables import system_python
 from cvg_schema import Event, Executable, Observation, dumps, loads_as
 
 SSH_EXFIL = FIXTURES / "mcp-mal-001-note-reader-ssh-exfil.json"
@@ -119,7 +120,8 @@ def test_cvg_observe_baseline_end_to_end(runtime: Path) -> None:
     assert origins[:2] == ["report", "report"] and set(origins[2:]) == {"baseline"}
     assert len(origins) > 20  # the interpreter, its libraries, its standard library
     paths = {e.path for e in o.events}
-    assert "/usr/bin/python3.11" in paths
-    assert any(p and p.startswith("/usr/lib/python3.11/") for p in paths)
+    python = system_python()
+    assert python["PYTHON"] in paths
+    assert any(p and p.startswith(python["PYTHON_STDLIB"] + "/") for p in paths)
     assert o.cwd == str(runtime.parent)  # no artifact root: the baseline's stands for it
     assert o.executables and o.executables[0].interpreter

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,14 @@ from cvg_policy.compile import (
     handled_fs_for,
 )
 from cvg_policy.errors import PolicyError
-from cvg_policy.variables import LATE_BOUND, VARIABLES, concrete, context, expand
+from cvg_policy.variables import (
+    LATE_BOUND,
+    VARIABLES,
+    concrete,
+    context,
+    expand,
+    system_python,
+)
 from cvg_schema import Facts, Plan, Policy, digest, dumps
 
 MIB = 1024 * 1024
@@ -66,10 +74,10 @@ def home(tmp_path: Path) -> Path:
 
 
 def test_variables_api() -> None:
-    assert VARIABLES == ("CWD", "SCRATCH", "HOME", "POLICY_DIR")
+    assert VARIABLES == ("CWD", "SCRATCH", "HOME", "POLICY_DIR", "PYTHON", "PYTHON_STDLIB")
     assert frozenset({"SCRATCH"}) == LATE_BOUND
     ctx = context(cwd="/w", home="/h")
-    assert ctx == {"CWD": "/w", "HOME": "/h", "POLICY_DIR": "/w"}
+    assert ctx == {"CWD": "/w", "HOME": "/h", "POLICY_DIR": "/w", **system_python()}
     assert context(cwd="/w", home="/h", policy_dir="/p")["POLICY_DIR"] == "/p"
     assert context()["CWD"] == os.getcwd()
     assert expand("${HOME}/x/${SCRATCH}/${CWD}", ctx) == "/h/x/${SCRATCH}//w"
@@ -78,11 +86,55 @@ def test_variables_api() -> None:
     assert concrete("/usr")
     with pytest.raises(PolicyError) as e:
         expand("${NOPE}/x", ctx)
-    assert str(e.value) == "unknown variable ${NOPE} (known: CWD, HOME, POLICY_DIR, SCRATCH)"
+    assert str(e.value) == (
+        "unknown variable ${NOPE} (known: CWD, HOME, POLICY_DIR, PYTHON, PYTHON_STDLIB, SCRATCH)"
+    )
     with pytest.raises(PolicyError, match="POLICY_DIR"):
         expand("${POLICY_DIR}", {"CWD": "/w"})
     with pytest.raises(PolicyError, match="unterminated"):
         expand("${HOME", ctx)
+
+
+def test_python_is_the_real_file_python3_names_and_its_stdlib_beside_it() -> None:
+    found = system_python()
+    python3 = shutil.which("python3", path="/usr/bin:/bin")
+    if python3 is None:  # nothing to name: the variables have no value
+        assert found == {}
+        return
+    assert found["PYTHON"] == os.path.realpath(python3)
+    assert os.path.isfile(os.path.join(found["PYTHON_STDLIB"], "os.py"))
+    assert os.path.basename(found["PYTHON_STDLIB"]) == os.path.basename(found["PYTHON"])
+
+
+def test_python_variables_follow_the_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cvg_policy.variables as variables
+
+    usr, bare = tmp_path / "usr", tmp_path / "bare"
+    (usr / "bin").mkdir(parents=True)
+    (usr / "lib" / "python3.13").mkdir(parents=True)
+    (usr / "lib" / "python3.13" / "os.py").write_text("")
+    exe = usr / "bin" / "python3.13"
+    exe.write_text("")
+    exe.chmod(0o755)
+    (usr / "bin" / "python3").symlink_to("python3.13")
+    bare.mkdir()
+    (bare / "python3").write_text("")
+    (bare / "python3").chmod(0o755)
+    real = os.path.realpath(usr)
+
+    monkeypatch.setattr(variables, "_SYSTEM_BIN", (str(tmp_path / "none"), str(usr / "bin")))
+    assert system_python() == {
+        "PYTHON": f"{real}/bin/python3.13", "PYTHON_STDLIB": f"{real}/lib/python3.13",
+    }  # fmt: skip
+    # No version in the name: no standard library to name beside it.
+    monkeypatch.setattr(variables, "_SYSTEM_BIN", (str(bare),))
+    assert system_python() == {"PYTHON": os.path.realpath(bare / "python3")}
+    monkeypatch.setattr(variables, "_SYSTEM_BIN", (str(tmp_path / "none"),))
+    assert system_python() == {}
+    with pytest.raises(PolicyError, match=r"variable \$\{PYTHON\} has no value here"):
+        expand("${PYTHON}", context(cwd="/w", home="/h"))
 
 
 def test_home_default_falls_back_to_passwd(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -227,3 +227,36 @@ def test_a_new_secret_in_the_working_directory_is_a_compile_that_denies_it(
     # then any new name is a compile, and the new file reads.
     _plant(box, identity, "later.txt", "later")
     assert _read_in_cwd(box, identity, ["later.txt", ".env"]) == ("compiled", "later\n")
+
+
+def test_another_system_python_misses(identity: Identity, box: Box) -> None:
+    """A policy naming ${PYTHON_STDLIB} is compiled again when the system's python3 is
+    another (an upgrade moves both variables), and the plan grants the new one."""
+    import cvg_policy.variables as variables
+
+    real = variables.system_python()
+    if "PYTHON_STDLIB" not in real:
+        pytest.fail(f"no system python3 with its standard library here: {real}")
+    read = ["/usr", "/etc", "/bin", "/lib", "/lib64", "${CWD}", "${PYTHON_STDLIB}"]
+    policy = make_policy(box.share, filesystem={"read": read})
+    stdlib = box.share / "python9.9"
+    stdlib.mkdir()
+    other = {"PYTHON": real["PYTHON"], "PYTHON_STDLIB": str(stdlib)}
+
+    def as_other() -> None:
+        variables.system_python = lambda: dict(other)  # type: ignore[assignment]
+
+    def ran(before: Callable[[], None] | None) -> str:
+        argv = ["-p", str(policy), "-v", "--", "sh", "-c", "echo ran"]
+        done = run_main(argv, box=box, user=identity, before=before)
+        assert (done.rc, done.out) == (0, "ran\n"), done.err
+        return _source(done.err)
+
+    assert ran(None) == "compiled"
+    assert ran(None) == "cache"
+    assert ran(as_other) == "compiled"
+    assert ran(None) == "cache"
+    plans = [load_record(p)[0]["plan"] for p in box.records()]
+    assert len(plans) == 4
+    granted = [json.dumps(p, sort_keys=True) for p in plans]
+    assert str(stdlib) in granted[2] and str(stdlib) not in granted[0]

@@ -1,5 +1,6 @@
-"""The CI skip rule, on inner pytest runs: a skip fails under CI=true unless it names
-a Landlock ABI the kernel (asked through cvg_kernel) does not offer."""
+"""The CI skip rule, on inner pytest runs: a skip fails under CI=true unless
+cvg_testing's kernel helpers raised it and the kernel (asked again through cvg_kernel)
+still lacks the feature; its message proves nothing. xfails are strict."""
 
 from __future__ import annotations
 
@@ -39,13 +40,17 @@ def test_runs():
 """
 
 
-def _outcomes(pytester: pytest.Pytester, ci: str | None) -> dict[str, str]:
+def _run(pytester: pytest.Pytester, ci: str | None, body: str) -> pytest.RunResult:
     if ci is None:
         pytester._monkeypatch.delenv("CI", raising=False)
     else:
         pytester._monkeypatch.setenv("CI", ci)
-    pytester.makepyfile(BODY)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    pytester.makepyfile(body)
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider")
+
+
+def _outcomes(pytester: pytest.Pytester, ci: str | None) -> dict[str, str]:
+    result = _run(pytester, ci, BODY)
     return {r.nodeid.split("::")[1]: r.outcome for r in result.reprec.getreports()
             if r.when == "call" or r.outcome != "passed"}  # fmt: skip
 
@@ -62,9 +67,9 @@ def test_under_ci_only_an_abi_the_kernel_lacks_may_skip(pytester: pytest.Pyteste
     got = _outcomes(pytester, "true")
     assert got == {
         "test_no_tool": "failed", "test_newer_abi": "skipped", "test_older_kernel": "skipped",
-        # The reason names ABI K+1 but the kernel is asked, not the reason: K+1 is
-        # lacking, so this one is proven; a reason naming an ABI it has is not.
-        "test_forged_reason": "skipped", "test_in_body": "skipped", "test_runs": "passed",
+        # The reason names an ABI the kernel lacks, in the helpers' words, but a plain
+        # pytest.skip is not the helpers' exception: only a KernelLacks is judged.
+        "test_forged_reason": "failed", "test_in_body": "skipped", "test_runs": "passed",
     }  # fmt: skip
 
 
@@ -135,7 +140,65 @@ def test_forged():
     pytest.skip("needs Yama; this kernel has none ({YAMA_SCOPE} is absent)")
 """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    if os.path.exists(YAMA_SCOPE):  # both run past the skip or fail
+    if os.path.exists(YAMA_SCOPE):  # runs past the skip
         result.assert_outcomes(passed=1, failed=1)
     else:
-        result.assert_outcomes(skipped=2)
+        result.assert_outcomes(skipped=1, failed=1)
+
+
+def test_a_kernel_skip_whose_probe_no_longer_holds_fails(pytester: pytest.Pytester) -> None:
+    """The probe is asked again when the skip is judged, not only when it was raised."""
+    pytester._monkeypatch.setenv("CI", "true")
+    pytester.makepyfile("""
+from cvg_testing import KernelLacks
+def test_stale():
+    raise KernelLacks("needs a feature", lambda: False)
+def test_holds():
+    raise KernelLacks("needs a feature", lambda: True)
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1, failed=1)
+    result.stdout.fnmatch_lines(["*CI=true: a skip is a failure unless*needs a feature*"])
+
+
+XFAILS = """
+import pytest
+@pytest.mark.xfail(reason="known")
+def test_fails_as_expected():
+    assert False
+@pytest.mark.xfail(reason="known", strict=False)
+def test_passes_anyway():
+    pass
+def test_stops_early():
+    pytest.xfail("not today")
+    assert False
+"""
+
+
+@pytest.mark.parametrize("ci", [None, "true"])
+def test_xfails_are_strict_and_an_early_xfail_fails_under_ci(
+    pytester: pytest.Pytester, ci: str | None
+) -> None:
+    result = _run(pytester, ci, XFAILS)
+    if ci is None:  # pytest's own rules: a non-strict xpass passes
+        result.assert_outcomes(xfailed=2, xpassed=1)
+    else:
+        result.assert_outcomes(xfailed=1, failed=2)
+
+
+def test_every_test_group_loads_the_rule() -> None:
+    """The plugin loads wherever cvg-testing is installed: each distribution's test
+    group (what `nox -s tests` installs) names it."""
+    import tomllib
+    from pathlib import Path
+
+    packages = Path(__file__).resolve().parents[2]
+    missing = []
+    for pyproject in sorted(packages.glob("*/pyproject.toml")):
+        data = tomllib.loads(pyproject.read_text())
+        if data["project"]["name"] == "cvg-testing":
+            continue
+        group = data.get("dependency-groups", {}).get("test", [])
+        if "cvg-testing" not in group:
+            missing.append(data["project"]["name"])
+    assert not missing, f"test groups without cvg-testing: {missing}"

@@ -15,6 +15,7 @@ from typing import Final
 
 from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy, read_policy_file
+from cvg_policy.variables import system_python
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
 from cvg_schema.io import digest
@@ -118,6 +119,7 @@ def _variables(record: RunRecord, source: PolicySource) -> dict[str, str]:
     if record.scratch is not None:
         out["SCRATCH"] = record.scratch.path
     out["POLICY_DIR"] = source.directory or record.cwd
+    out.update(system_python())
     return out
 
 

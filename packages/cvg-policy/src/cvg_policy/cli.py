@@ -293,12 +293,12 @@ def cli(
 ) -> int:
     """Validate a cvg policy and write it back as clean, reviewable YAML.
 
-    Reads POLICY (YAML or JSON; a bare policy with "version: 1" or a cvg.policy
-    message from cvg-generate) from a file, or from stdin when POLICY is - or
-    omitted. Checks it against the schema, then beyond it: variables (${CWD},
-    ${SCRATCH}, ${HOME}, ${POLICY_DIR}), paths that do not exist here, syscall names,
-    and risky grants (writing /etc or ${HOME}, the docker or ssh-agent socket, write
-    plus execute on one tree, syscalls off the deny list, exfiltration ports, unix
+    Reads POLICY (YAML or JSON; a bare policy with "version: 1" or a cvg.policy message
+    from cvg-generate) from a file, or from stdin when POLICY is - or omitted. Checks it
+    against the schema, then beyond it: variables (${CWD}, ${SCRATCH}, ${HOME},
+    ${POLICY_DIR}, ${PYTHON}, ${PYTHON_STDLIB}), paths that do not exist here, syscall
+    names, and risky grants (writing /etc or ${HOME}, the docker or ssh-agent socket,
+    write plus execute on one tree, syscalls off the deny list, exfiltration ports, unix
     sockets). Each problem is one line on stderr, FILE:LINE: KEY: ..., warnings marked
     "warning:".
 

@@ -1,9 +1,11 @@
-"""Policy variables: ``${CWD}``, ``${SCRATCH}``, ``${HOME}``, ``${POLICY_DIR}``.
+"""Policy variables: ``${CWD}``, ``${SCRATCH}``, ``${HOME}``, ``${POLICY_DIR}``,
+``${PYTHON}``, ``${PYTHON_STDLIB}``.
 
 Most variables are bound when a policy is compiled (the working directory, the caller's
-home, the policy's directory). ``${SCRATCH}`` is late bound: it names a fresh directory
-per run that does not exist at compile time, so it stays ``${SCRATCH}`` in the plan and
-cvg-run supplies it when the plan is applied.
+home, the policy's directory, the system's python3 and its standard library).
+``${SCRATCH}`` is late bound: it names a fresh directory per run that does not exist at
+compile time, so it stays ``${SCRATCH}`` in the plan and cvg-run supplies it when the
+plan is applied.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ from typing import Final
 
 from .errors import PolicyError
 
-__all__ = ["LATE_BOUND", "VARIABLES", "concrete", "context", "expand", "late_bound_in"]
+__all__ = [
+    "LATE_BOUND", "VARIABLES", "concrete", "context", "expand", "late_bound_in", "system_python",
+]  # fmt: skip
 
-VARIABLES: Final = ("CWD", "SCRATCH", "HOME", "POLICY_DIR")
+VARIABLES: Final = ("CWD", "SCRATCH", "HOME", "POLICY_DIR", "PYTHON", "PYTHON_STDLIB")
 LATE_BOUND: Final = frozenset({"SCRATCH"})
 
 _VAR_RE: Final = re.compile(r"\$\{([^}]*)\}")
 _KNOWN: Final = ", ".join(sorted(VARIABLES))
+# Where a policy's PATH (/usr/bin:/bin) finds the system's python3.
+_SYSTEM_BIN: Final = ("/usr/bin", "/bin")
+_VERSIONED: Final = re.compile(r"python\d+\.\d+")
 
 
 def _home() -> str:
@@ -36,10 +43,33 @@ def _home() -> str:
         return "/"
 
 
+def system_python() -> dict[str, str]:
+    """``PYTHON`` and ``PYTHON_STDLIB``: the real file ``python3`` names in /usr/bin
+    (else /bin), and its standard library, ``<prefix>/lib/pythonX.Y`` beside
+    ``<prefix>/bin/pythonX.Y`` (CPython's layout on POSIX). Empty when there is no such
+    interpreter, so a policy that uses them is told they have no value here.
+
+    A policy names the interpreter this way rather than as ``/usr/bin/python3.11``:
+    the version differs between distributions and releases, and Landlock grants the
+    real file, not the ``python3`` link to it.
+    """
+    for d in _SYSTEM_BIN:
+        exe = os.path.realpath(os.path.join(d, "python3"))
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            continue
+        name = os.path.basename(exe)
+        stdlib = os.path.join(os.path.dirname(os.path.dirname(exe)), "lib", name)
+        if _VERSIONED.fullmatch(name) and os.path.isfile(os.path.join(stdlib, "os.py")):
+            return {"PYTHON": exe, "PYTHON_STDLIB": stdlib}
+        return {"PYTHON": exe}
+    return {}
+
+
 def context(
     *, cwd: str | None = None, home: str | None = None, policy_dir: str | None = None
 ) -> dict[str, str]:
-    """The compile-time variables: CWD, HOME and POLICY_DIR (never SCRATCH).
+    """The compile-time variables: CWD, HOME, POLICY_DIR, and PYTHON and PYTHON_STDLIB
+    when the system has a python3 (never SCRATCH).
 
     Defaults: the current directory, ``$HOME`` (else the passwd entry), and the working
     directory for a policy that did not come from a file (stdin).
@@ -49,6 +79,7 @@ def context(
         "CWD": cwd,
         "HOME": _home() if home is None else home,
         "POLICY_DIR": cwd if policy_dir is None else policy_dir,
+        **system_python(),
     }
 
 

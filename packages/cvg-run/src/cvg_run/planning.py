@@ -1,14 +1,14 @@
 """From a policy to a plan, through a cache so a cold cvg-run stays cheap.
 
-Compiling needs cvg-policy (pyyaml, pydantic): tens of milliseconds of
-imports. A plan depends only on the policy's bytes, where it lives, the
-working directory and home it expands against, and the kernel it was made
-for, so it is cached under a digest of exactly those, and a cache hit costs
-one small read. ${SCRATCH} stays a variable in the plan and is bound per run.
-The embedded default policy also depends on which secrets exist beneath its
-reads: the names in /etc are in the key, and the working directory's names are
-checked against the entry (see _still_fits), so a tool that adds files there
-does not cost a compile per run.
+Compiling needs cvg-policy (pyyaml, pydantic): tens of milliseconds of imports.
+A plan depends only on the policy's bytes, where it lives, the working directory
+and home it expands against (and the system's python3, for a policy that names
+it), and the kernel it was made for, so it is cached under a digest of exactly
+those, and a cache hit costs one small read. ${SCRATCH} stays a variable in the
+plan and is bound per run. The embedded default policy also depends on which
+secrets exist beneath its reads: the names in /etc are in the key, and the
+working directory's names are checked against the entry (see _still_fits), so a
+tool that adds files there does not cost a compile per run.
 
 A cache entry is used only if cvg wrote it: every compiled policy denies cvg's own
 directories (cvg_kernel.seal.own_dirs), and each entry carries an HMAC-SHA256 under the
@@ -195,6 +195,11 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
              *own]  # fmt: skip
     # marshal's format belongs to the interpreter that wrote it.
     parts.append(f"{sys.implementation.cache_tag}|marshal={marshal.version}")
+    if b"${PYTHON" in data:
+        # The system's python3 is bound at compile time; an upgrade is a new plan.
+        from cvg_policy.variables import system_python
+
+        parts.extend(sorted(system_python().values()))
     names = None
     if policy_path is None:
         parts.append(_default_secrets_key(cwd))

@@ -49,7 +49,9 @@ __all__ = [
     "host_kind",
 ]
 
-POLICY_VARIABLES: Final = frozenset({"CWD", "SCRATCH", "HOME", "POLICY_DIR"})
+POLICY_VARIABLES: Final = frozenset(
+    {"CWD", "SCRATCH", "HOME", "POLICY_DIR", "PYTHON", "PYTHON_STDLIB"}
+)
 """Variables a policy path or environment value may use as ``${NAME}``."""
 
 
@@ -78,9 +80,13 @@ PolicyPath = Annotated[
             "An absolute path, or one starting with a variable: `${CWD}` (the working "
             "directory at launch), `${SCRATCH}` (a fresh private directory per run), "
             "`${HOME}` (the caller's home), `${POLICY_DIR}` (the directory holding the "
-            "policy file). An unknown variable is an error."
+            "policy file), `${PYTHON}` (the system's python3, as its real file), "
+            "`${PYTHON_STDLIB}` (that interpreter's standard library). An unknown "
+            "variable is an error."
         ),
-        json_schema_extra={"pattern": r"^(/|\$\{(CWD|SCRATCH|HOME|POLICY_DIR)\})"},
+        json_schema_extra={
+            "pattern": r"^(/|\$\{(CWD|SCRATCH|HOME|POLICY_DIR|PYTHON|PYTHON_STDLIB)\})"
+        },
         examples=["/usr", "${CWD}", "${SCRATCH}/out"],
     ),
     AfterValidator(_check_policy_path),

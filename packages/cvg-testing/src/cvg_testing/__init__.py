@@ -1,10 +1,20 @@
 """Test support shared by cvg's packages: standard library and pytest only.
 
-With CI=true a skipped test is a failure (see :mod:`cvg_testing.plugin`), unless it
-names the Landlock ABI it needs and this kernel lacks it.
+With CI=true a skipped test is a failure (see :mod:`cvg_testing.plugin`), unless one of
+the kernel helpers here raised it (:class:`KernelLacks`) and the kernel still lacks
+the feature.
 """
 
-from cvg_testing.ci import below_abi, in_ci, kernel_abi, needs_abi, require_abi, require_yama
+from cvg_testing.ci import (
+    KernelLacks,
+    below_abi,
+    in_ci,
+    kernel_abi,
+    needs_abi,
+    require_abi,
+    require_below_abi,
+    require_yama,
+)
 from cvg_testing.fork import (
     Child,
     Spawned,
@@ -33,6 +43,7 @@ from cvg_testing.web import TextServer
 __all__ = [
     "UNPRIV_USER",
     "Child",
+    "KernelLacks",
     "Sink",
     "Spawned",
     "TextServer",
@@ -53,6 +64,7 @@ __all__ = [
     "kernel_abi",
     "needs_abi",
     "require_abi",
+    "require_below_abi",
     "require_yama",
     "shared_dir",
     "spawn",
