@@ -56,6 +56,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -386,11 +388,41 @@ def learning_curve(suite: Suite, wl: Path, first: Path, bare_d: Outcome) -> dict
 def judge(suite: Suite, wl: Path) -> dict[str, Any]:
     """Every run of one workload, and which of them were false denials."""
     hand_policy = wl / "policy.yaml"
-    hand = yaml.safe_load(hand_policy.read_text())
     given = inputs(wl)
     mcp = (wl / "calls.json").exists()
     gap = {i: (suite.gap if mcp and i == "B" else 0.0) for i in given}
-    bare = {i: suite.run(wl, f"bare-{i}", [], i, gap[i]) for i in given}
+    # A session with an idle gap waits, it does not work: the gapped sessions (bare, hand
+    # and generated on B) run beside the rest, each in its own fresh copy, so a workload
+    # costs one gap, not three.
+    idle = ThreadPoolExecutor(max_workers=3)
+
+    def run(label: str, wrap: list[str], i: str) -> Future[Outcome]:
+        if gap[i]:
+            return idle.submit(suite.run, wl, label, wrap, i, gap[i])
+        done: Future[Outcome] = Future()
+        done.set_result(suite.run(wl, label, wrap, i))
+        return done
+
+    try:
+        return _judge(suite, wl, hand_policy, given, gap, run, mcp)
+    finally:
+        idle.shutdown(wait=True)
+
+
+def _judge(
+    suite: Suite,
+    wl: Path,
+    hand_policy: Path,
+    given: list[str],
+    gap: dict[str, float],
+    run: Callable[[str, list[str], str], Future[Outcome]],
+    mcp: bool,
+) -> dict[str, Any]:
+    hand = yaml.safe_load(hand_policy.read_text())
+    started = {i: run(f"bare-{i}", [], i) for i in given}
+    wrap_hand = [suite.cvg_run, "-p", str(hand_policy), "--"]
+    hand_runs = {i: run(f"hand-{i}", wrap_hand, i) for i in given}
+    bare = {i: f.result() for i, f in started.items()}
     entry: dict[str, Any] = {"inputs": list(given), "bare": {i: o.brief() for i, o in bare.items()}}
     if mcp:
         entry["gap_s"] = suite.gap
@@ -398,12 +430,6 @@ def judge(suite: Suite, wl: Path) -> dict[str, Any]:
         if o.status != 0:
             entry["error"] = f"bare run on {i} exited {o.status}: {o.stderr.strip()[-300:]}"
     verdicts: dict[str, Any] = {}
-    wrap_hand = [suite.cvg_run, "-p", str(hand_policy), "--"]
-    for i in given:
-        label = f"hand-{i}"
-        verdicts[label] = verdict(
-            f"{wl.name} {label}", suite.run(wl, label, wrap_hand, i, gap[i]), bare[i]
-        )
     first, observed = suite.observe(wl, "A")
     entry["observe"] = observed.brief()
     gen_policy, gen_error = (
@@ -422,9 +448,10 @@ def judge(suite: Suite, wl: Path) -> dict[str, Any]:
             k: len(v) for k, v in (generated.get("filesystem") or {}).items()
         }
         wrap_gen = [suite.cvg_run, "-p", str(gen_policy), "--"]
+        gen_runs = {i: run(f"gen-{i}", wrap_gen, i) for i in ("A", "B")}
         for i in ("A", "B"):
             label = f"gen-{i}"
-            o = suite.run(wl, label, wrap_gen, i, gap[i])
+            o = gen_runs[i].result()
             verdicts[label] = verdict(f"{wl.name} {label}", o, bare[i])
             if verdicts[label]["denied"]:
                 verdicts[label]["class"] = failure_class(
@@ -432,8 +459,14 @@ def judge(suite: Suite, wl: Path) -> dict[str, Any]:
                 )
         if first and "D" in given:
             entry["curve"] = learning_curve(suite, wl, first, bare["D"])
-    entry["verdicts"] = verdicts
+    for i, f in hand_runs.items():
+        label = f"hand-{i}"
+        verdicts[label] = verdict(f"{wl.name} {label}", f.result(), bare[i])
+    entry["verdicts"] = dict(sorted(verdicts.items(), key=lambda kv: _LABEL_ORDER.get(kv[0], 99)))
     return entry
+
+
+_LABEL_ORDER = {"hand-A": 0, "hand-B": 1, "hand-C": 2, "hand-D": 3, "gen-A": 4, "gen-B": 5}
 
 
 def class_counts(verdicts: list[dict[str, Any]]) -> dict[str, int]:
