@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-from cvg_policy.secrets import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
-
 from ._version import __version__
 from .cli import Usage, observe_command
 from .lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT
@@ -22,18 +20,21 @@ from .lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT
         "max_content_width": 100,
         "allow_interspersed_args": False,
     },
-    epilog=f"""\b
+    epilog="""\b
 Examples:
   cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
   cvg-observe --out obs.json -- python3 mcp_server.py     # a real client talks to it
   cvg-observe --unconfined -- make test                   # trusted code: no sandbox
 
 \b
-Never readable while learning (those that exist; the list is in the
-observation's notes):
-  in $HOME: {", ".join("~/" + s for s in HOME_SECRETS)}
-  in the working directory: {", ".join(CWD_SECRETS)}
-  system: {", ".join(SYSTEM_SECRETS)}, and /root unless it is your home
+Never readable while learning, those that exist (every path is in
+docs/secrets.md; those denied are in the observation's notes): MCP client
+configs (Claude Desktop, ~/.claude.json, Cursor, VS Code, a project's
+.mcp.json), shell and REPL histories, ~/.ssh, ~/.netrc, ~/.git-credentials,
+~/.docker/config.json, ~/.kube, ~/.npmrc, ~/.pypirc, ~/.config/gh, aws, gcloud
+and azure credentials, password stores and keyrings, browser profiles, .env
+files in the working directory, /etc/shadow and the host's keys, and /root
+unless it is your home.
 
 \b
 Exit status:
