@@ -44,7 +44,12 @@ TAIL = """
 {words}, outside the code trees (`/usr`, `/lib`, ...) and code files (`*.py`, ...).
 The learning sandbox denies only the paths in the table above (the default policy also
 the names at the top of the working directory that look like secrets): a token in a
-file with any other name is readable while learning.
+file with any other name is readable while learning. That includes a project's own MCP
+config in the working directory (`.mcp.json`, `.vscode/mcp.json`, `.cursor/mcp.json`):
+denying a file there splits the working directory's grant, and a server learning in it
+could not read back the files it creates. Such configs are usually committed to the
+project and name their tokens by variable; one that holds a token is readable while
+learning (never granted afterwards).
 """
 
 

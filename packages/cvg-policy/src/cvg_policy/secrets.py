@@ -84,9 +84,6 @@ SECRET_TABLE: Final = (
         "Windsurf: MCP servers with their environment",
     ),
     ("mcp", "home", ".gemini/settings.json", "Gemini CLI: MCP servers with their environment"),
-    ("mcp", "cwd", ".mcp.json", "a project's MCP servers (Claude Code)"),
-    ("mcp", "cwd", ".vscode/mcp.json", "a project's MCP servers (VS Code)"),
-    ("mcp", "cwd", ".cursor/mcp.json", "a project's MCP servers (Cursor)"),
     ("history", "home", ".bash_history", "commands typed, tokens pasted into them"),
     ("history", "home", ".zsh_history", "the same, zsh"),
     ("history", "home", ".zhistory", "the same, zsh"),
@@ -146,7 +143,12 @@ SECRET_TABLE: Final = (
 )
 """Every known secret, one row each: (group, where, path, what it holds). The single
 list behind the learning sandbox's denials, cvg-run's default policy's carve-outs and
-what cvg-generate and cvg-import never grant."""
+what cvg-generate and cvg-import never grant.
+
+A project's own MCP config (``.mcp.json``, ``.vscode/mcp.json``) is not a row: denying a
+file in the working directory splits that directory's grant, and a server learning there
+could not read back what it creates. Their names are in :data:`SECRET_NAMES`, so they
+are never granted."""
 
 HOME_SECRETS: Final = tuple(p for _, where, p, _ in SECRET_TABLE if where == "home")
 """Secrets beneath $HOME (and beneath the user's passwd home when that differs)."""
