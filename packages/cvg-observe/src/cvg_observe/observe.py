@@ -29,6 +29,11 @@ another's descriptors that way (Landlock keeps it out of processes outside its
 domain): the confined tool cannot forge trace lines. The trace is parsed as it arrives
 and the events are written to a spool file, so memory stays flat however long the tool
 runs.
+
+The tool's processes live no longer than the observation (:mod:`.lifetime`): they are
+ended when its first process exits or a limit is reached, and strace, which they can
+neither signal nor trace, then ends on its own. A strace that ends while the command
+still runs (killed from outside) ends the tree too, and the observation fails.
 """
 
 from __future__ import annotations
@@ -633,9 +638,10 @@ class _Traced:
                 self.held = Held(prepared, command, stdout)
             finally:
                 prepared.close()  # the held process has its own copy of the ruleset
-            if guard is not None:
+            confined = self.held.confined()
+            if guard is not None and confined:
                 guard.start(prepared.filter.errno_program, prepared.filter.arch)
-            if not self.held.confined():
+            if not confined:
                 self.held.wait()
                 failure = self.held.failure()
                 self.held.close()
