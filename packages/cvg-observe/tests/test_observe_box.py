@@ -112,6 +112,12 @@ def _gone(pid: int, wait: float = 5.0) -> bool:
     return True
 
 
+def _kills_seen(box: Box) -> list[str]:
+    """The results of the signals to another process the observation recorded."""
+    obs = json.loads((box.cwd / "obs.json").read_text())
+    return [e["result"] for e in obs["events"] if e["op"] == "signal" and e.get("target_pid")]
+
+
 def _kill(pid: int) -> None:
     if cvg_testing.alive(pid):
         os.kill(pid, signal.SIGKILL)
@@ -162,9 +168,7 @@ def test_a_tool_cannot_kill_an_unrelated_process_of_its_user(box: Box, abi: str 
         code, out, err = box.observe("--", box.python, "-c", KILLER, str(guarded.pid))
         assert code == 0, err
         assert not _gone(guarded.pid, wait=1.0), "the sentinel was killed from the box"
-        obs = json.loads((box.cwd / "obs.json").read_text())
-        kills = [e for e in obs["events"] if e["op"] == "signal" and e.get("target_pid")]
-        assert [e["result"] for e in kills] == ["EPERM"], kills
+        assert _kills_seen(box) == ["EPERM"]
     finally:
         _stop(guarded)
 
@@ -213,20 +217,19 @@ def test_a_tool_cannot_kill_strace_and_outlive_the_observation(box: Box, abi: st
         assert not cvg_testing.alive(daemon), "the daemon outlived cvg-observe"
     finally:
         _kill(daemon)
-    obs = json.loads((box.cwd / "obs.json").read_text())
-    kills = [e for e in obs["events"] if e["op"] == "signal" and e.get("target_pid")]
-    assert [e["result"] for e in kills] == ["EPERM"], kills
+    assert _kills_seen(box) == ["EPERM"]
 
 
-SLEEPY = """\
+# A child that sleeps, its pid in child.pid; SLEEPY's first process sleeps too.
+HOLDER = """\
 import os, time
 if os.fork() == 0:
     with open("child.pid", "w") as f:
         f.write(f"{os.getpid()}\\n")
     time.sleep(120)
     os._exit(0)
-time.sleep(120)
 """
+SLEEPY = HOLDER + "time.sleep(120)\n"
 
 
 def _strace_of(observer: int, wait: float = 60.0) -> int:
@@ -282,15 +285,6 @@ def test_strace_killed_from_outside_ends_the_tree_and_fails(box: Box) -> None:
 
 
 # ------------------------------------------------------------------ lifetime
-
-HOLDER = """\
-import os, time
-if os.fork() == 0:
-    with open("child.pid", "w") as f:
-        f.write(f"{os.getpid()}\\n")
-    time.sleep(120)
-    os._exit(0)
-"""
 
 
 def test_a_child_left_behind_does_not_hold_the_observation_open(box: Box) -> None:
