@@ -16,6 +16,11 @@ checked after it was opened, reaped, until a scan finds none) when:
 strace is not part of the tree (it is cvg-observe's child, outside the learning
 sandbox's signal scope): it is spared here and ends on its own once nothing is left
 for it to trace.
+
+The tree is this process's descendants but the children it had before the observation
+began. A program calling :func:`cvg_observe.observe.observe` while another of its
+threads starts children would have those ended too: it should run the ``cvg-observe``
+command instead (cvg-mcp does).
 """
 
 from __future__ import annotations
