@@ -10,6 +10,7 @@ import pytest
 
 from cvg_observe.command import cli
 from cvg_observe.fast_args import Args, fast_args
+from cvg_observe.lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT
 
 
 def clicks(argv: list[str]) -> Args | None:
@@ -19,7 +20,8 @@ def clicks(argv: list[str]) -> Args | None:
             p = ctx.params
     except (click.exceptions.Exit, click.ClickException):
         return None
-    return p["out"], p["out_dir"], p["unconfined"], p["strace"], tuple(p["command"])
+    return (p["out"], p["out_dir"], p["unconfined"], p["strace"], p["timeout"], p["idle"],
+            tuple(p["command"]))  # fmt: skip
 
 
 OPTIONS = [
@@ -29,6 +31,8 @@ OPTIONS = [
     ["--out-dir", "-"], ["--unconfined"], ["--unconfined=1"], ["--strace", "/s"],
     ["--strace=/s"], ["--strace", "-s"], ["--strace="], ["--stra", "/s"], ["-h"],
     ["--help"], ["-V"], ["--version"], ["-x"], ["--", "--unconfined"],
+    ["--timeout", "30"], ["--timeout=0.5"], ["--timeout", "-1"], ["--timeout", "1e3"],
+    ["--timeout", "x"], ["--idle", "0"], ["--idle=12.25"], ["--idle", "nan"],
 ]  # fmt: skip
 COMMANDS = [[], ["--"], ["--", "true"], ["true", "-o", "x"], ["--", "--", "true"],
             ["-", "x"], ["--", "-v"], ["true"]]  # fmt: skip
@@ -57,7 +61,9 @@ def test_every_fast_reading_is_clicks(place: Path) -> None:
                 read_fast += 1
                 assert fast == clicks(argv), argv
     assert read_fast > 500  # the usual shapes do take the fast path
-    assert fast_args(["-o", "F", "--", "true"]) == ("F", None, False, None, ("true",))
+    assert fast_args(["-o", "F", "--", "true"]) == (
+        "F", None, False, None, DEFAULT_TIMEOUT, DEFAULT_IDLE, ("true",)
+    )  # fmt: skip
 
 
 def test_a_completion_request_is_clicks(monkeypatch: pytest.MonkeyPatch) -> None:

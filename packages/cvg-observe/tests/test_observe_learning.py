@@ -65,7 +65,16 @@ def test_learning_plan(layout: tuple[Path, Path, Path]) -> None:
     plan = lp.plan
     assert plan["kind"] == "cvg.plan"
     assert plan["landlock"]["handled_net"] == [] and plan["landlock"]["net_rules"] == []
-    assert plan["rlimits"] == {"core": 0} and plan["processes"] is None
+    # cvg-run's default limits, and signals kept inside the tool's tree: by Landlock's
+    # scope from ABI 6, below it by the supervisor (the learning plan hands it no listen).
+    assert plan["rlimits"] == {
+        "cpu": 300, "data": 4096 << 20, "fsize": 1024 << 20, "nofile": 1024, "core": 0
+    }  # fmt: skip
+    assert plan["processes"] == 256
+    if "signal" in plan["landlock"].get("scoped", []):
+        assert "supervise" not in plan["seccomp"]
+    else:
+        assert plan["seccomp"]["supervise"] == ["signal"]
     assert "ptrace" in plan["seccomp"]["deny"]
     assert {s["family"] for s in plan["seccomp"]["sockets"]} == {"inet", "inet6"}
     assert plan["environment"]["set"] == {}
@@ -162,3 +171,15 @@ def test_a_home_workspace_on_the_kernel(identity: pwd.struct_passwd | None) -> N
         assert [p.exists() for p in targets.values()] == [False, False, False, True]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_learning_limits_are_cvg_runs_defaults() -> None:
+    """The rlimits a tool meets while learning are those it meets when run."""
+    import yaml
+
+    from cvg_observe.learning import RUN_RESOURCES
+
+    default = Path(__file__).parents[2] / "cvg-run/src/cvg_run/default_policy.yaml"
+    resources = yaml.safe_load(default.read_text())["resources"]
+    resources.pop("wall_clock_seconds")  # the observation's own: --timeout
+    assert {k: v for k, v in RUN_RESOURCES.items() if k != "wall_clock_seconds"} == resources

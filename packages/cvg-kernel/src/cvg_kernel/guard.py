@@ -47,8 +47,8 @@ _NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 __all__ = [
-    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "listen",
-    "read_memory", "take_descriptor", "thread_group",
+    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "keep_outside",
+    "listen", "read_memory", "take_descriptor", "thread_group",
 ]  # fmt: skip
 
 CONTINUE = -1
@@ -147,11 +147,22 @@ def _stat_fields(pid: int) -> list[bytes]:
     return data[data.rindex(b")") + 2 :].split()
 
 
+# Children of the supervisor that are not the tool's (cvg-observe's strace): neither
+# they nor what is below them count as the tool's tree.
+_OUTSIDE: set[int] = set()
+
+
+def keep_outside(pid: int) -> None:
+    """``pid``, a child of this supervisor, is not the tool's: no signal reaches it, nor
+    anything below it, for the tool."""
+    _OUTSIDE.add(pid)
+
+
 def _in_tree(pid: int) -> bool:
     """Whether ``pid`` is below this supervisor (the tool's tree), now."""
     me = os.getpid()
     for _ in range(4096):
-        if pid <= 1:
+        if pid <= 1 or pid in _OUTSIDE:
             return False
         try:
             pid = int(_stat_fields(pid)[1])

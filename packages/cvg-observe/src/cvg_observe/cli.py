@@ -40,6 +40,8 @@ def observe_command(
     out_dir: str | None,
     unconfined: bool,
     strace: str | None,
+    timeout: float,
+    idle: float,
     command: tuple[str, ...],
 ) -> int:
     """What ``cvg-observe [OPTIONS] -- CMD...`` does, its options read; its status."""
@@ -55,15 +57,16 @@ def observe_command(
     if unconfined:
         print(UNCONFINED_WARNING, file=sys.stderr, flush=True)
     sys.stdout.flush()
+    wall, quiet = timeout or None, idle or None  # 0: no such limit
     try:
         if out is None or out == "-":
             stdout = _binary_stdout()
-            result = observe(
-                argv, stdout, confined=not unconfined, tool_stdout=_stderr_fd(), strace=strace
-            )
+            result = observe(argv, stdout, confined=not unconfined, tool_stdout=_stderr_fd(),
+                             strace=strace, timeout=wall, idle=quiet)  # fmt: skip
         else:
             with _atomic(out) as dest:
-                result = observe(argv, dest.open, confined=not unconfined, strace=strace)
+                result = observe(argv, dest.open, confined=not unconfined, strace=strace,
+                                 timeout=wall, idle=quiet)  # fmt: skip
     except NotStarted as e:
         say(PROG, str(e))
         return e.status

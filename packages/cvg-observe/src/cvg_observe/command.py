@@ -9,10 +9,9 @@ from typing import Any
 
 import click
 
-from cvg_policy.secrets import CWD_SECRETS, HOME_SECRETS, SYSTEM_SECRETS
-
 from ._version import __version__
 from .cli import Usage, observe_command
+from .lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT
 
 
 @click.command(
@@ -21,25 +20,31 @@ from .cli import Usage, observe_command
         "max_content_width": 100,
         "allow_interspersed_args": False,
     },
-    epilog=f"""\b
+    epilog="""\b
 Examples:
   cvg-observe -- python3 tool.py | cvg-generate | cvg-validate > p.yaml
   cvg-observe --out obs.json -- python3 mcp_server.py     # a real client talks to it
   cvg-observe --unconfined -- make test                   # trusted code: no sandbox
 
 \b
-Never readable while learning (those that exist; the list is in the
-observation's notes):
-  in $HOME: {", ".join("~/" + s for s in HOME_SECRETS)}
-  in the working directory: {", ".join(CWD_SECRETS)}
-  system: {", ".join(SYSTEM_SECRETS)}, and /root unless it is your home
+Never readable while learning, those that exist (every path is in
+docs/secrets.md; those denied are in the observation's notes): MCP client
+configs (Claude Desktop, ~/.claude.json, Cursor, VS Code, a project's
+.mcp.json), shell and REPL histories, ~/.ssh, ~/.netrc, ~/.git-credentials,
+~/.docker/config.json, ~/.kube, ~/.npmrc, ~/.pypirc, ~/.config/gh, aws, gcloud
+and azure credentials, password stores and keyrings, browser profiles, .env
+files in the working directory, /etc/shadow and the host's keys, and /root
+unless it is your home.
 
 \b
 Exit status:
   the command's own status (128+N when killed by signal N), as cvg-run gives it;
+  124  the wall clock (--timeout) ran out: the tree was ended, the observation
+       written;
   125  the observation could not be made (strace missing, or failing before the
        command started; the sandbox could not be built; the command was not
-       started), one line on stderr;
+       started; strace ended while the command ran, when the command's processes
+       are ended and nothing is written), one line on stderr;
   126  the command could not be executed;  127  it was not found;
   2    a usage error.
 """,
@@ -77,6 +82,28 @@ Exit status:
     metavar="PATH",
     help="The strace to use (default: $CVG_STRACE, else strace on PATH).",
 )
+@click.option(
+    "--timeout",
+    "timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wall clock: after SECONDS the command's processes are ended, the observation "
+    "is written and the status is 124. 0: none.",
+)
+@click.option(
+    "--idle",
+    "idle",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_IDLE,
+    show_default=True,
+    metavar="SECONDS",
+    help="Once the client has closed the command's stdin (a pipe, a socket or a "
+    "terminal), end its processes when they have made no call for SECONDS; the "
+    "observation is written. A server waiting on a stdin that is still open is never "
+    "idle. 0: never.",
+)
 @click.version_option(__version__, "-V", "--version", prog_name="cvg-observe")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 def cli(**options: Any) -> int:
@@ -94,6 +121,13 @@ def cli(**options: Any) -> int:
     applies them): it may read everything except the secrets below, write only under the
     working directory, its scratch directory ($TMPDIR points there) and /tmp, reach
     any TCP or UDP port, and not use UNIX sockets; cvg's seccomp deny list applies.
+    It may signal only its own processes (Landlock's scope, or below Landlock ABI 6
+    cvg-observe deciding each signal), not strace nor any other process; it runs
+    under cvg-run's default rlimits (300 CPU seconds, 4096 MiB of data and 1024
+    descriptors per process, files up to 1024 MiB, no core dumps). Its processes
+    live no longer than the observation: when its first process exits, the wall
+    clock runs out or it stays idle after its client left (--timeout, --idle),
+    whatever it started is ended, daemons included.
     A working directory that is a system tree (/, /usr, ...) or holds a home is not
     writable; one that is the home is writable only in its existing folders, never
     in its dot-files (~/.bashrc, ~/.config/autostart) nor directly in it.

@@ -2,7 +2,8 @@
 
 Only what the click command (:mod:`.command`) would read the same way and accept:
 ``-o FILE``, ``--out FILE`` or ``--out=FILE``, ``--out-dir DIR`` (or ``=DIR``),
-``--unconfined`` and ``--strace PATH`` (or ``=PATH``), each at most once, with a value
+``--unconfined``, ``--strace PATH`` (or ``=PATH``), ``--timeout SECONDS`` and ``--idle
+SECONDS`` (digits, a decimal point), each at most once, with a value
 that does not start with ``-`` (``--out -`` aside), then ``--`` and the command, or the
 command itself. The paths are checked as click's ``Path`` of each option checks them.
 Anything else, a help or version flag, a shell completion request, is None: click's to
@@ -12,15 +13,27 @@ read, and to refuse.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import Final
 
+from .lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT
+
 __all__ = ["Args", "fast_args"]
 
-Args = tuple[str | None, str | None, bool, str | None, tuple[str, ...]]
-"""out, out_dir, unconfined, strace, command: what the click command is called with."""
+Args = tuple[str | None, str | None, bool, str | None, float, float, tuple[str, ...]]
+"""out, out_dir, unconfined, strace, timeout, idle, command: what the click command is
+called with."""
 
-_VALUES: Final = {"-o": "out", "--out": "out", "--out-dir": "out_dir", "--strace": "strace"}
+_VALUES: Final = {
+    "-o": "out",
+    "--out": "out",
+    "--out-dir": "out_dir",
+    "--strace": "strace",
+    "--timeout": "timeout",
+    "--idle": "idle",
+}
+_SECONDS: Final = re.compile(r"[0-9]{1,9}(\.[0-9]{1,6})?")
 _COMPLETION: Final = "_CVG_OBSERVE_COMPLETE"
 
 
@@ -60,7 +73,14 @@ def fast_args(argv: list[str]) -> Args | None:
         return None
     if out_dir is not None and not _path_ok(out_dir, file_ok=False):
         return None
-    return out, out_dir, unconfined, values.get("strace"), tuple(command)
+    seconds = []
+    for key, default in (("timeout", DEFAULT_TIMEOUT), ("idle", DEFAULT_IDLE)):
+        given = values.get(key)
+        if given is not None and not _SECONDS.fullmatch(given):
+            return None
+        seconds.append(default if given is None else float(given))
+    timeout, idle = seconds
+    return out, out_dir, unconfined, values.get("strace"), timeout, idle, tuple(command)
 
 
 def _path_ok(

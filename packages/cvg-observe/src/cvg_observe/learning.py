@@ -47,14 +47,16 @@ __all__ = [
 
 SCRATCH: Final = "${SCRATCH}"
 
-# Resource limits in the policy (replaced in the plan: see learning_plan).
-_RESOURCES: Final = {
-    "wall_clock_seconds": 7 * 24 * 3600,
-    "cpu_seconds": 7 * 24 * 3600,
-    "memory_mb": 1024 * 1024,
-    "file_size_mb": 1024 * 1024,
-    "open_files": 65536,
-    "processes": 4096,
+# cvg-run's default policy's limits (tests/test_observe_learning.py holds them to
+# default_policy.yaml): the rlimits a tool runs under are the same whether it is watched
+# or run. The wall clock is cvg-observe's own (--timeout), not the plan's.
+RUN_RESOURCES: Final = {
+    "wall_clock_seconds": None,
+    "cpu_seconds": 300,
+    "memory_mb": 4096,
+    "file_size_mb": 1024,
+    "open_files": 1024,
+    "processes": 256,
 }
 
 
@@ -133,8 +135,10 @@ def learning_plan(
         # Port 1 only so that TCP sockets are allowed; the port rules are removed
         # below, so every port can be connected to and bound.
         "network": {"tcp_connect": [1], "tcp_bind": [], "udp": True, "unix": False},
-        "ipc": {"signal_outside": True},
-        "resources": _RESOURCES,
+        # Signals reach only the tool's own processes: Landlock's scope (ABI 6), or below
+        # it the supervisor (cvg-observe serves the calls: cvg_kernel.guard).
+        "ipc": {"signal_outside": False},
+        "resources": RUN_RESOURCES,
     }
     variables = context(cwd=cwd, home=home or passwd_home() or "/")
     made = plan_cache.compiled(
@@ -174,13 +178,12 @@ def _compile(policy: dict[str, Any], variables: dict[str, str], view: FsView) ->
     landlock["handled_net"] = []
     landlock["net_rules"] = []
     # Every port may be bound while learning, so listen() is too (the policy above
-    # grants no tcp_bind, which would refuse it).
-    plan["seccomp"].pop("listen", None)
-    plan["seccomp"].pop("supervise", None)
-    # No limits while learning beyond core dumps off: the tool is watched doing what it
-    # really does (a generated policy's limits come from cvg-generate, not from here).
-    plan["rlimits"] = {"core": 0}
-    plan["processes"] = None
+    # grants no tcp_bind, which would refuse it); the signal guard below ABI 6 stays.
+    seccomp = plan["seccomp"]
+    seccomp.pop("listen", None)
+    supervise = [c for c in seccomp.pop("supervise", None) or () if c != "listen"]
+    if supervise:
+        seccomp["supervise"] = supervise
     plan["degraded"] = [d for d in plan["degraded"] if not d["item"].startswith("network.")]
     # A write root with a secret inside (a .env in the working directory) was split into
     # rules for its children, so nothing could be created directly in it. Landlock adds

@@ -29,6 +29,11 @@ another's descriptors that way (Landlock keeps it out of processes outside its
 domain): the confined tool cannot forge trace lines. The trace is parsed as it arrives
 and the events are written to a spool file, so memory stays flat however long the tool
 runs.
+
+The tool's processes live no longer than the observation (:mod:`.lifetime`): they are
+ended when its first process exits or a limit is reached, and strace, which they can
+neither signal nor trace, then ends on its own. A strace that ends while the command
+still runs (killed from outside) ends the tree too, and the observation fails.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, Final
@@ -57,12 +63,18 @@ from cvg_trace.tool import start_version, strace_version, version_of
 from .attach import Held
 from .elf import executable_chain
 from .environment import given, parent_environment, without_cvg
+from .lifetime import DEFAULT_IDLE, DEFAULT_TIMEOUT, Lifetime
 from .memory import TreeSampler, peak_rss_kb
 from .schema_fit import event_fits, observation_head
 from .serving import InputWaits, stdin_kind
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .signal_guard import SignalGuard
+
 __all__ = [
     "EXIT_NOT_OBSERVED",
+    "EXIT_WALL_CLOCK",
     "ObserveError",
     "Result",
     "observe",
@@ -72,6 +84,8 @@ __all__ = [
 ]
 
 EXIT_NOT_OBSERVED: Final = 125
+EXIT_WALL_CLOCK: Final = 124
+STRACE_GRACE: Final = 10.0
 STRACE_BASE: Final = ("-f", "-ttt", "-yy", "-s", "4096", "-qq", "-e", "signal=none")
 TRACE_CLASSES: Final = "%file,%network,%process,fchdir"
 # Every call is traced, so the observation can list the whole set a run made (what an
@@ -485,6 +499,11 @@ class _Forwarder:
                 os.kill(pid, sig)
 
 
+class StraceLost(ObserveError):
+    """strace ended while the command ran (it was killed): the tool's processes were
+    ended, and the observation is not written (exit 125)."""
+
+
 class NotStarted(ObserveError):
     """The command never started (not found, not executable, or not confined)."""
 
@@ -501,15 +520,21 @@ def observe(
     tool_stdout: int | IO[Any] | None = None,
     strace: str | None = None,
     notes: Iterable[str] = (),
+    timeout: float | None = DEFAULT_TIMEOUT,
+    idle: float | None = DEFAULT_IDLE,
 ) -> Result:
     """Run ``command`` under strace (in the learning sandbox unless ``confined`` is
     false) and write the observation to ``out`` (or to what ``out()`` returns, called
     only once there is an observation to write).
 
     The tool's stdin and stderr are inherited; its stdout goes to ``tool_stdout``
-    (None: inherited too). Returns the tool's exit status in the Result. Raises
+    (None: inherited too). Its tree lives no longer than the observation, which ends
+    after ``timeout`` seconds, or ``idle`` seconds without a call once the client has
+    closed the tool's stdin (None: no such limit; see :mod:`.lifetime`). Returns the
+    tool's exit status in the Result (124 when the wall clock ran out). Raises
     NotStarted when the command never ran (its status: 125, 126 or 127) and
-    ObserveError when the observation cannot be made.
+    ObserveError when the observation cannot be made (strace ending before the command
+    did, too: the tool's processes are ended first).
     """
     if not command:
         raise ObserveError("no command given")
@@ -546,9 +571,10 @@ def observe(
             env_given = None if parent is None else given(env, parent)
             env["TMPDIR"] = scratch
             probe = start_version(strace_path)  # answered while the sandbox is prepared
+            guard = None
             try:
                 if confined:
-                    prepared, judge = _prepare_learning(cwd, home, scratch, env, all_notes)
+                    prepared, judge, guard = _prepare_learning(cwd, home, scratch, env, all_notes)
                 else:
                     prepared, judge = None, None
                     all_notes.append(
@@ -569,11 +595,19 @@ def observe(
                 environment=env_given,
             ) as writer:
                 writers.append(writer)
-                run = _Traced(strace_path, command, prepared, tool_stdout, env)
+                lifetime = Lifetime(timeout, idle, stdin_kind(0))
                 try:
-                    return run.observe(writer, forwarder, out)
+                    run = _Traced(strace_path, command, prepared, tool_stdout, env, guard)
+                    try:
+                        return run.observe(writer, forwarder, out, lifetime)
+                    finally:
+                        run.close()
                 finally:
-                    run.close()
+                    if guard is not None:
+                        guard.stop()
+                        if guard.error:
+                            print(f"cvg-observe: the signal guard stopped: {guard.error}",
+                                  file=sys.stderr)  # fmt: skip
         finally:
             _remove_scratch(scratch)
 
@@ -589,6 +623,7 @@ class _Traced:
         prepared: Prepared | None,
         tool_stdout: int | IO[Any] | None,
         env: dict[str, str],
+        guard: SignalGuard | None = None,
     ) -> None:
         self.strace = strace
         self.command = command
@@ -603,7 +638,10 @@ class _Traced:
                 self.held = Held(prepared, command, stdout)
             finally:
                 prepared.close()  # the held process has its own copy of the ruleset
-            if not self.held.confined():
+            confined = self.held.confined()
+            if guard is not None and confined:
+                guard.start(prepared.filter.errno_program, prepared.filter.arch)
+            if not confined:
                 self.held.wait()
                 failure = self.held.failure()
                 self.held.close()
@@ -620,6 +658,11 @@ class _Traced:
         except OSError as e:
             self.close()
             raise ObserveError(f"cannot start strace: {e.strerror or e}") from None
+        if guard is not None:
+            guard.spare(self.proc.pid)
+        self.ended = False
+        self.ending: str | None = None  # why, when a limit ended it
+        self.ended_at = 0.0
         if self.held is not None and not self.held.attached_by(self.proc):
             self.held.abandon()
             failure = self.held.failure()
@@ -638,9 +681,12 @@ class _Traced:
         writer: ObservationWriter,
         forwarder: _Forwarder,
         out: BinaryIO | Callable[[], BinaryIO],
+        lifetime: Lifetime,
     ) -> Result:
         held = self.held
         sampler = TreeSampler(self.proc.pid) if held is None else TreeSampler(held.pid, True)
+        strace_pid = self.proc.pid
+        spared = {strace_pid} if held is None else {strace_pid, held.pid}
 
         def tick() -> int:
             forwarder.flush()
@@ -648,7 +694,9 @@ class _Traced:
             if held is not None and held.holding:
                 held.probe()
                 return 2  # ms to the next tick while it waits to be let go
-            return 100
+            self._watch(writer, lifetime, seen.count)
+            lifetime.reap_orphans(spared)
+            return max(1, min(100, int(lifetime.next_check() * 1000)))
 
         lines = _lines_from(self.read_fd, self.proc, tick)
         seen = _Counted(lines if held is None else held.release_on_trace(lines))
@@ -656,11 +704,22 @@ class _Traced:
             writer.consume(seen)
         finally:
             code = self.proc.wait()
+            # strace is gone, by its own end or not: nothing of the tree may outlive it.
+            alive = held is not None and held.poll() is None
+            lifetime.end_tree(strace_pid)
+            if held is not None:
+                held.wait()
+            lifetime.reap_orphans(set() if held is None else {held.pid})
         if held is not None:
             if held.holding:  # strace ended before it showed one call of the held process
                 held.abandon()
                 how = _ended(code)
                 raise ObserveError(f"strace {self.strace} {how} before the command started")
+            if alive:
+                raise StraceLost(
+                    f"strace {self.strace} {_ended(code)} while the command ran: its "
+                    "processes were ended and no observation was written"
+                )
             code = held.wait()  # the command's own status: strace -p ends with 0
             failure = held.failure()
             if failure is not None:
@@ -676,7 +735,30 @@ class _Traced:
                 status = code if code > 0 else EXIT_NOT_OBSERVED
             raise NotStarted(f"{self.command[0]}: the command did not start", status)
         fallback = 128 - code if code < 0 else code
-        return writer.write(out() if callable(out) else out, fallback)
+        if self.ending is not None:
+            print(f"cvg-observe: ended the observation: {self.ending}", file=sys.stderr)
+            writer.notes.append(f"the observation was ended: {self.ending}")
+        result = writer.write(out() if callable(out) else out, fallback)
+        if self.ending is not None and self.ending.startswith("the wall clock"):
+            result.exit_status = EXIT_WALL_CLOCK
+        return result
+
+    def _watch(self, writer: ObservationWriter, lifetime: Lifetime, calls: int) -> None:
+        """End the tree once the command's first process has exited or a limit is
+        reached; end strace too when it outlives the tree by STRACE_GRACE."""
+        if not self.ended:
+            why = lifetime.over(calls)
+            first_gone = (
+                self.held.poll() is not None if self.held is not None
+                else writer.exit_status is not None
+            )  # fmt: skip
+            if why is None and not first_gone:
+                return
+            self.ending, self.ended = why, True
+            self.ended_at = time.monotonic()
+            lifetime.end_tree(self.proc.pid)
+        elif time.monotonic() - self.ended_at > STRACE_GRACE and self.proc.poll() is None:
+            self.proc.kill()
 
     def close(self) -> None:
         if self.read_fd >= 0:
@@ -697,17 +779,29 @@ def _prepare_learning(
     scratch: str,
     env: dict[str, str],
     notes: list[str],
-) -> tuple[Prepared, Callable[[RawEvent], str | None]]:
+) -> tuple[Prepared, Callable[[RawEvent], str | None], SignalGuard | None]:
     """The learning plan, prepared for this run (built here, applied by the held
-    process), and the judge of what it refuses."""
+    process), the judge of what it refuses, and below Landlock ABI 6 the guard that
+    serves its signal calls."""
     from cvg_policy.errors import PolicyError
 
     from .learning import Judge, learning_plan
 
+    guard = None
     try:
         lp = learning_plan(cwd, home, scratch, env)
-        prepared = prepare(lp.plan, {"CWD": cwd, "SCRATCH": scratch}, environ=env)
+        calls = tuple(lp.plan["seccomp"].get("supervise") or ())
+        if calls:
+            from .signal_guard import SignalGuard
+
+            guard = SignalGuard(calls)
+        prepared = prepare(
+            lp.plan, {"CWD": cwd, "SCRATCH": scratch}, environ=env,
+            notify_sock=None if guard is None else guard.theirs,
+        )  # fmt: skip
     except (PolicyError, PlanError) as e:
+        if guard is not None:
+            guard.stop()
         raise ObserveError(f"cannot build the learning sandbox: {e}") from None
     for note in prepared.notes:
         if not note.skipped:  # what cvg-exec says too: a right this kernel cannot enforce
@@ -716,10 +810,11 @@ def _prepare_learning(
         notes.append("learning sandbox: these stayed unreadable: " + ", ".join(lp.denied))
     notes.append(
         "learning sandbox: writes allowed only under the working directory, the scratch "
-        "directory and /tmp; UNIX sockets refused; TCP and UDP open on every port"
+        "directory and /tmp; UNIX sockets refused; TCP and UDP open on every port; "
+        "signals only within the tool's own processes; cvg-run's default rlimits"
     )
     notes.extend(lp.notes)
-    return prepared, Judge(lp)
+    return prepared, Judge(lp), guard
 
 
 def _remove_scratch(path: str) -> None:

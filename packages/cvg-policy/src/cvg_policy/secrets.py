@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CWD_SECRETS",
     "HOME_SECRETS",
+    "SECRET_GROUPS",
     "SECRET_NAMES",
+    "SECRET_TABLE",
     "SECRET_WORDS",
     "SYSTEM_SECRETS",
     "passwd_home",
@@ -33,45 +35,128 @@ __all__ = [
     "secret_variable",
 ]
 
-HOME_SECRETS: Final = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".config/gh",
-    ".docker/config.json",
-    ".kube",
-    ".azure",
-    ".config/gcloud",
-    ".git-credentials",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gem/credentials",
-    ".vault-token",
-    ".password-store",
-    ".local/share/keyrings",
-    ".config/hub",
-    ".terraform.d/credentials.tfrc.json",
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
+SECRET_GROUPS: Final = {
+    "mcp": "MCP client configs",
+    "history": "Shell and REPL histories",
+    "net": "Network and git credentials",
+    "containers": "Containers and clusters",
+    "packages": "Package registries",
+    "forges": "Forges",
+    "cloud": "Cloud CLIs",
+    "keyrings": "Password stores and keyrings",
+    "browsers": "Browser profiles",
+    "system": "The system",
+    "workspace": "The working directory",
+}
+"""The groups of :data:`SECRET_TABLE`, in the order docs/secrets.md shows them."""
+
+SECRET_TABLE: Final = (
+    # (group, where, path, what it holds); where: "home" (beneath $HOME and the passwd home),
+    # "cwd" (beneath the working directory, globs) or "system" (absolute, globs).
+    # docs/secrets.md is made from this table (python docs/gen_secrets.py).
+    (
+        "mcp",
+        "home",
+        ".config/Claude",
+        "Claude Desktop: its MCP servers' commands and tokens, its session",
+    ),
+    ("mcp", "home", ".claude.json", "Claude Code: MCP servers with their environment, the account"),
+    ("mcp", "home", ".claude.json.backup", "Claude Code's backup of the same"),
+    ("mcp", "home", ".claude/.credentials.json", "Claude Code's login token"),
+    ("mcp", "home", ".cursor/mcp.json", "Cursor: MCP servers with their environment"),
+    (
+        "mcp",
+        "home",
+        ".config/Cursor/User/settings.json",
+        "Cursor's settings (MCP servers may sit there)",
+    ),
+    ("mcp", "home", ".config/Code/User/mcp.json", "VS Code: MCP servers with their environment"),
+    (
+        "mcp",
+        "home",
+        ".config/Code/User/settings.json",
+        "VS Code's settings (MCP servers may sit there)",
+    ),
+    (
+        "mcp",
+        "home",
+        ".codeium/windsurf/mcp_config.json",
+        "Windsurf: MCP servers with their environment",
+    ),
+    ("mcp", "home", ".gemini/settings.json", "Gemini CLI: MCP servers with their environment"),
+    ("history", "home", ".bash_history", "commands typed, tokens pasted into them"),
+    ("history", "home", ".zsh_history", "the same, zsh"),
+    ("history", "home", ".zhistory", "the same, zsh"),
+    ("history", "home", ".histfile", "the same, zsh"),
+    ("history", "home", ".sh_history", "the same, sh and ksh"),
+    ("history", "home", ".local/share/fish/fish_history", "the same, fish"),
+    ("history", "home", ".python_history", "Python's REPL"),
+    ("history", "home", ".ipython/profile_default/history.sqlite", "IPython"),
+    ("history", "home", ".node_repl_history", "Node's REPL"),
+    ("history", "home", ".irb_history", "Ruby's REPL"),
+    ("history", "home", ".psql_history", "psql: queries, passwords set in them"),
+    ("history", "home", ".mysql_history", "the mysql client"),
+    ("history", "home", ".sqlite_history", "the sqlite3 shell"),
+    ("history", "home", ".rediscli_history", "redis-cli: AUTH passwords"),
+    ("history", "home", ".lesshst", "less: what was searched for"),
+    ("history", "home", ".viminfo", "vim: registers, searches, command lines"),
+    ("net", "home", ".netrc", "logins for hosts (curl, ftp, git)"),
+    ("net", "home", ".git-credentials", "git's stored HTTPS credentials"),
+    ("net", "home", ".pgpass", "PostgreSQL passwords"),
+    ("net", "home", ".my.cnf", "MySQL client passwords"),
+    ("net", "home", ".ssh", "SSH keys, known hosts, config"),
+    ("containers", "home", ".docker/config.json", "registry logins"),
+    ("containers", "home", ".config/containers/auth.json", "registry logins (podman, buildah)"),
+    ("containers", "home", ".kube", "cluster credentials (kubeconfig)"),
+    ("packages", "home", ".npmrc", "npm tokens"),
+    ("packages", "home", ".pypirc", "PyPI tokens"),
+    ("packages", "home", ".cargo/credentials", "crates.io token"),
+    ("packages", "home", ".cargo/credentials.toml", "crates.io token"),
+    ("packages", "home", ".gem/credentials", "RubyGems key"),
+    ("forges", "home", ".config/gh", "GitHub CLI: hosts.yml holds its token"),
+    ("forges", "home", ".config/hub", "hub's GitHub token"),
+    ("forges", "home", ".config/glab-cli", "GitLab CLI's token"),
+    ("cloud", "home", ".aws", "AWS keys and SSO caches"),
+    ("cloud", "home", ".config/gcloud", "Google Cloud credentials"),
+    ("cloud", "home", ".azure", "Azure CLI tokens"),
+    ("cloud", "home", ".terraform.d/credentials.tfrc.json", "Terraform Cloud token"),
+    ("cloud", "home", ".vault-token", "HashiCorp Vault token"),
+    ("keyrings", "home", ".password-store", "pass"),
+    ("keyrings", "home", ".gnupg", "GnuPG private keys"),
+    ("keyrings", "home", ".local/share/keyrings", "GNOME keyring"),
+    ("keyrings", "home", ".local/share/kwalletd", "KDE wallet"),
+    ("browsers", "home", ".mozilla", "Firefox: cookies, saved passwords"),
+    ("browsers", "home", ".config/google-chrome", "Chrome: cookies, saved passwords"),
+    ("browsers", "home", ".config/chromium", "Chromium"),
+    ("browsers", "home", ".config/BraveSoftware", "Brave"),
+    ("browsers", "home", ".config/microsoft-edge", "Edge"),
+    ("browsers", "home", ".config/vivaldi", "Vivaldi"),
+    ("browsers", "home", ".config/opera", "Opera"),
+    ("system", "system", "/etc/shadow", "password hashes"),
+    ("system", "system", "/etc/shadow-", "their backup"),
+    ("system", "system", "/etc/gshadow", "group password hashes"),
+    ("system", "system", "/etc/gshadow-", "their backup"),
+    ("system", "system", "/etc/ssl/private", "TLS private keys"),
+    ("system", "system", "/etc/ssh/ssh_host_*_key", "the host's SSH keys"),
+    ("workspace", "cwd", ".env", "environment files with keys"),
+    ("workspace", "cwd", ".env.*", "the same, per environment"),
 )
+"""Every known secret, one row each: (group, where, path, what it holds). The single
+list behind the learning sandbox's denials, cvg-run's default policy's carve-outs and
+what cvg-generate and cvg-import never grant.
+
+A project's own MCP config (``.mcp.json``, ``.vscode/mcp.json``) is not a row: denying a
+file in the working directory splits that directory's grant, and a server learning there
+could not read back what it creates. Their names are in :data:`SECRET_NAMES`, so they
+are never granted."""
+
+HOME_SECRETS: Final = tuple(p for _, where, p, _ in SECRET_TABLE if where == "home")
 """Secrets beneath $HOME (and beneath the user's passwd home when that differs)."""
 
-SYSTEM_SECRETS: Final = (
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/ssl/private",
-    "/etc/ssh/ssh_host_*_key",
-)
+SYSTEM_SECRETS: Final = tuple(p for _, where, p, _ in SECRET_TABLE if where == "system")
 """Secrets of the system (globs allowed)."""
 
-CWD_SECRETS: Final = (".env", ".env.*")
+CWD_SECRETS: Final = tuple(p for _, where, p, _ in SECRET_TABLE if where == "cwd")
 """Secrets in the working directory (globs)."""
 
 SECRET_NAMES: Final = (
@@ -89,6 +174,13 @@ SECRET_NAMES: Final = (
     ".pgpass",
     ".git-credentials",
     ".vault-token",
+    "mcp.json",
+    ".mcp.json",
+    "mcp_config.json",
+    "claude_desktop_config.json",
+    ".claude.json",
+    ".bash_history",
+    ".zsh_history",
 )
 """File names that are secrets wherever they are (globs, matched case-insensitively)."""
 

@@ -18,6 +18,11 @@ from . import tools
 from .config import Change, ClientConfig, argv_of, is_process, with_argv
 
 OURS = (tools.OBSERVE, tools.RUN)
+# A learning session lasts as long as the client keeps it, days if need be; once the
+# client has closed the server's stdin, a server that makes no call for LEARN_IDLE
+# seconds is ended with whatever it started (cvg-observe --timeout, --idle).
+LEARN_TIMEOUT = 7 * 24 * 3600
+LEARN_IDLE = 10
 
 
 @dataclass
@@ -78,7 +83,8 @@ def learn(config: ClientConfig, state: st.State, only: list[str]) -> Plan:
         original = record.original if record else argv_of(entry)
         had_args = record.had_args if record else "args" in entry
         out_dir = state.observations_dir(name)
-        wrapped = [observe, "--out-dir", out_dir, "--", *original]
+        wrapped = [observe, "--timeout", str(LEARN_TIMEOUT), "--idle", str(LEARN_IDLE),
+                   "--out-dir", out_dir, "--", *original]  # fmt: skip
         plan.servers[name] = with_argv(entry, wrapped)
         plan.state.servers[name] = st.Server(
             original, had_args, wrapped, st.LEARNING, st.now(), record.policy if record else None,
