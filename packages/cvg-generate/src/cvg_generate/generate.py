@@ -481,7 +481,7 @@ class _Builder:
         target = ctx.to_policy(concrete)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target):
+        if is_broad(target) or _is_home(concrete, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole",
                 times=_weight(e),
@@ -501,7 +501,7 @@ class _Builder:
         target = ctx.to_policy(d)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target):
+        if is_broad(target) or _is_home(d, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
                 "whole, which is never granted",
@@ -1080,6 +1080,12 @@ def _event_or(obs: Observation, event_id: str | None) -> Event | None:
 
 
 _SCRIPT_RUNNERS: Final = SHELLS | MAKES
+
+
+def _is_home(concrete: str, ctx: PathContext) -> bool:
+    """The home itself, also when it is the working directory (``${CWD}`` is then not
+    broad by name): write on it reaches every startup file and secret."""
+    return ctx.home is not None and posixpath.normpath(concrete) == posixpath.normpath(ctx.home)
 
 
 def _existing_special(path: str) -> bool:
