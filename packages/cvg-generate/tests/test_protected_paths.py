@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cvg_generate.generate import Source, generate
+from cvg_generate.generate import Generated, Source, generate
 from cvg_schema import Observation
 
 
@@ -29,6 +29,10 @@ def _obs(cwd: Path, home: Path, *events: dict[str, Any]) -> Observation:
     )
 
 
+def _gen(cwd: Path, home: Path, *events: dict[str, Any]) -> Generated:
+    return generate([Source(_obs(cwd, home, *events))])
+
+
 @pytest.fixture
 def dirs(tmp_path: Path) -> tuple[Path, Path]:
     home = tmp_path / "home"
@@ -44,17 +48,11 @@ def test_appending_to_git_config_grants_nothing_and_keeps_the_workspace_read_onl
     dirs: tuple[Path, Path],
 ) -> None:
     cwd, home = dirs
-    g = generate(
-        [
-            Source(
-                _obs(
-                    cwd,
-                    home,
-                    {"op": "read", "path": f"{cwd}/README"},
-                    {"op": "write", "path": f"{cwd}/.git/config"},
-                )
-            )
-        ]
+    g = _gen(
+        cwd,
+        home,
+        {"op": "read", "path": f"{cwd}/README"},
+        {"op": "write", "path": f"{cwd}/.git/config"},
     )
     fs = g.policy.filesystem
     assert "${CWD}" not in fs.write and not any(".git" in w for w in fs.write)
@@ -77,7 +75,7 @@ def test_a_write_in_the_home_to_a_protected_path_is_never_granted(
     dirs: tuple[Path, Path], op: str, rel: str
 ) -> None:
     cwd, home = dirs
-    g = generate([Source(_obs(cwd, home, {"op": op, "path": f"{home}/{rel}"}))])
+    g = _gen(cwd, home, {"op": op, "path": f"{home}/{rel}"})
     fs = g.policy.filesystem
     assert not [w for w in fs.write if w.startswith("${HOME}")], fs.write
     assert any("never granted" in n and "protected" in n for n in g.notes), g.notes
@@ -87,17 +85,11 @@ def test_a_write_beside_the_protected_paths_in_the_workspace_still_grants_it(
     dirs: tuple[Path, Path],
 ) -> None:
     cwd, home = dirs
-    g = generate(
-        [
-            Source(
-                _obs(
-                    cwd,
-                    home,
-                    {"op": "write", "path": f"{cwd}/.git/config"},
-                    {"op": "create", "path": f"{cwd}/.git/index.lock"},
-                    {"op": "create", "path": f"{cwd}/notes.txt"},
-                )
-            )
-        ]
+    g = _gen(
+        cwd,
+        home,
+        {"op": "write", "path": f"{cwd}/.git/config"},
+        {"op": "create", "path": f"{cwd}/.git/index.lock"},
+        {"op": "create", "path": f"{cwd}/notes.txt"},
     )
     assert "${CWD}" in g.policy.filesystem.write
