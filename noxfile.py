@@ -66,6 +66,7 @@ def schemas(session: nox.Session) -> None:
     session.run("cvg-schema", "export", "packages/cvg-schema/schemas", "--check")
     session.run("python", "tools/gen_syscall_table.py", "--check")
     session.run("python", "tools/gen_census_doc.py", "--check")
+    session.run("python", "tools/gen_protected_doc.py", "--check")
 
 
 @nox.session

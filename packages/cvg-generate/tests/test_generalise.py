@@ -169,38 +169,51 @@ def _shell_read_only(cwd: Path) -> Observation:
     )
 
 
-def test_a_shell_script_gets_a_writable_workspace_citing_the_shell(tmp_path: Path) -> None:
-    p = gen(_shell_read_only(tmp_path))
-    assert "${CWD}" in p.filesystem.write
-    assert any(x.startswith("e1:") and "shell or make" in x for x in cited(p, "write", "${CWD}"))
+def test_a_shell_script_that_wrote_nothing_keeps_a_read_only_workspace(tmp_path: Path) -> None:
+    g = generate([Source(_shell_read_only(tmp_path))])
+    assert "${CWD}" in g.policy.filesystem.read
+    assert "${CWD}" not in g.policy.filesystem.write
+    assert any("workspace stays read-only" in n for n in g.notes)
 
 
 @pytest.mark.parametrize(
-    ("created", "writable"),
-    [("/nonexistent-scratch/out.tgz", True), ("/dev/null", False)],
-    ids=["wrote-elsewhere", "wrote-only-dev-null"],
+    "created",
+    ["/nonexistent-scratch/out.tgz", "/tmp/cvg-tmpdir-x/out.tgz", "/dev/null"],
+    ids=["scratch", "tmpdir", "dev-null"],
 )
-def test_a_tool_that_wrote_a_file_anywhere_gets_a_writable_workspace(
-    tmp_path: Path, created: str, writable: bool
+def test_a_tool_that_wrote_only_outside_the_workspace_keeps_it_read_only(
+    tmp_path: Path, created: str
 ) -> None:
     reads = {"op": "read", "path": f"{tmp_path}/in.json"}
     p = gen(obs(str(tmp_path), reads, {"op": "create", "path": created}))
-    assert "${CWD}" in (p.filesystem.write if writable else p.filesystem.read)
-    if writable:
-        why = cited(p, "write", "${CWD}")
-        assert any(x.startswith("e2:") and "writes files" in x for x in why)
-    else:
-        assert "${CWD}" not in p.filesystem.write
+    assert "${CWD}" in p.filesystem.read
+    assert "${CWD}" not in p.filesystem.write
+
+
+def test_a_write_beneath_the_workspace_makes_it_writable_citing_the_write(tmp_path: Path) -> None:
+    reads = {"op": "read", "path": f"{tmp_path}/in.json"}
+    p = gen(obs(str(tmp_path), reads, {"op": "create", "path": f"{tmp_path}/out/report.txt"}))
+    assert "${CWD}" in p.filesystem.write
+    assert any(x.startswith("e2:") for x in cited(p, "write", "${CWD}"))
+
+
+def _wrote_in(cwd: Path) -> Observation:
+    return obs(
+        str(cwd),
+        {"op": "execute", "syscall": "execve", "path": "/bin/sh"},
+        {"op": "create", "path": f"{cwd}/out.txt"},
+        executables=[{"path": "/bin/sh", "event_id": "e1"}],
+    )
 
 
 def test_the_home_as_working_directory_is_never_made_writable(tmp_path: Path) -> None:
-    o = _shell_read_only(tmp_path).model_copy(update={"home": str(tmp_path)})
+    o = _wrote_in(tmp_path).model_copy(update={"home": str(tmp_path)})
     assert "${CWD}" not in gen(o).filesystem.write
 
 
 def test_a_secret_in_the_writable_workspace_stays_denied(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("TOKEN=x\n")
-    p = gen(_shell_read_only(tmp_path))
+    p = gen(_wrote_in(tmp_path))
     assert "${CWD}" in p.filesystem.write
     assert "${CWD}/.env" in p.filesystem.deny
 
@@ -257,8 +270,8 @@ def test_a_server_gets_no_wall_clock_and_generous_cpu_citing_its_wait(tmp_path: 
     assert p.resources.cpu_seconds >= 3600
     for key in ("wall_clock_seconds", "cpu_seconds"):
         assert any(r.event_id == "e3" for r in p.reasons[f"resources.{key}"])
-    # It read its workspace: another request writes there.
-    assert "${CWD}" in p.filesystem.write
+    # It only read its workspace: serving is no evidence that it writes there.
+    assert "${CWD}" not in p.filesystem.write
 
 
 def test_a_tool_that_does_not_wait_gets_four_times_its_run(tmp_path: Path) -> None:
@@ -275,7 +288,8 @@ def test_one_server_observation_leaves_the_union_unlimited(tmp_path: Path) -> No
 def test_a_server_workspace_keeps_its_secrets_denied(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "server.key").write_text("k")
-    p = gen(_timed(tmp_path, _WAIT))
+    wrote = {"op": "write", "path": f"{tmp_path}/notes/a.txt", "time": 103.0}
+    p = gen(_timed(tmp_path, _WAIT, wrote))
     assert "${CWD}" in p.filesystem.write
     assert "${CWD}/notes/server.key" in p.filesystem.deny
 

@@ -202,6 +202,42 @@ def test_writing_the_whole_home_is_a_warning(tmp_path: Path) -> None:
     assert run_check('version: 1\nfilesystem:\n  write: ["${HOME}/project"]\n', variables) == []
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "${HOME}/.bashrc",
+        "${HOME}/.local/bin",
+        "${HOME}/.config/autostart",
+        "${HOME}/.cache/cvg",
+        "${HOME}/.cache/cvg/plans",
+        "${CWD}/.git/config",
+        "${CWD}/.git/hooks",
+        "${CWD}/.vscode",
+        "${CWD}/.mcp.json",
+    ],
+)
+def test_writing_a_protected_path_is_a_warning(tmp_path: Path, value: str) -> None:
+    variables = {"HOME": str(tmp_path / "home"), "CWD": str(tmp_path / "work")}
+    found = only(
+        run_check(f'version: 1\nfilesystem:\n  write: ["{value}"]\n', variables),
+        "a protected path",
+    )
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert found[0].message.startswith(f"writes {value}") and "a protected path" in found[0].message
+    assert found[0].address == "filesystem.write[0]" and found[0].line == 3
+
+
+def test_protected_paths_under_xdg_and_by_reading_are_judged_as_such(tmp_path: Path) -> None:
+    variables = {"HOME": str(tmp_path / "home")}
+    cache = tmp_path / "xdg-cache"
+    text = f"version: 1\nfilesystem:\n  write: [{cache}/cvg]\n"
+    assert only(run_check(text, variables, env={"XDG_CACHE_HOME": str(cache)}), "a protected path")
+    assert not only(run_check(text, variables), "a protected path")
+    # Reading one is what git and a shell do: no warning.
+    text = 'version: 1\nfilesystem:\n  read: ["${HOME}/.bashrc"]\n'
+    assert not only(run_check(text, variables), "a protected path")
+
+
 @pytest.mark.parametrize("sock", ["/var/run/docker.sock", "/run/docker.sock"])
 @pytest.mark.parametrize("field", ["read", "write", "execute"])
 def test_the_docker_socket_in_any_grant_is_a_warning(sock: str, field: str) -> None:

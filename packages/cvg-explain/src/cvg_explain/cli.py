@@ -52,9 +52,12 @@ What a fix is:
 
 \b
 Risk:
-  high    a secret, a write to a system tree, write plus execute together, any
-          network port, UDP or UNIX sockets, a call off the seccomp deny list
-  medium  a whole directory, one host and port through the network.hosts proxy,
+  high    a secret, a write to a protected path (~/.bashrc, .git/config, ~/.local/bin,
+          cvg's own state: docs/protected-paths.md), a write to a system tree, write
+          plus execute together, a directory covering the home, a secret or (for a
+          write) a protected path, any network port, UDP or UNIX sockets, a call off
+          the seccomp deny list
+  medium  another whole directory, one host and port through the network.hosts proxy,
           signals outside the sandbox, large limits
   low     one more file, a modest limit
 
@@ -64,7 +67,8 @@ Exit status:
      was written (or there was nothing to fix)
   1  bad input: a record or policy that cannot be read or is invalid (one line naming
      the file and the JSON path or line); --apply refusing a high-risk fix without
-     --accept-risk; a policy file that cannot be written
+     --accept-risk, or a write to a protected path without --accept-protected naming
+     it; a policy file that cannot be written
   2  usage error: a bad option, no record named
   3  --apply refused the record: its seal is missing or does not match this user's
      key, so it cannot be shown to be the one cvg-run wrote (nothing was written)
@@ -179,6 +183,17 @@ def _sealed(data: bytes) -> bool:
 )
 @click.option("--accept-risk", is_flag=True, help="Let --apply write fixes rated high risk.")
 @click.option(
+    "--accept-protected",
+    "accept_protected",
+    metavar="PATH",
+    multiple=True,
+    help=(
+        "Let --apply write a fix that makes this protected path writable (~/.bashrc, "
+        ".git/config, ...: docs/protected-paths.md), named as the fix writes it "
+        "(${HOME}/.bashrc). Repeat for each; --accept-risk alone never applies one."
+    ),
+)
+@click.option(
     "-o",
     "--out",
     metavar="FILE",
@@ -195,6 +210,7 @@ def cli(
     fmt: str | None,
     apply: bool,
     accept_risk: bool,
+    accept_protected: tuple[str, ...],
     out: str | None,
 ) -> int:
     """Explain each denial of a cvg run: the cause in one sentence, the policy rule
@@ -213,6 +229,8 @@ def cli(
         raise click.UsageError("--out only makes sense with --apply")
     if accept_risk and not apply:
         raise click.UsageError("--accept-risk only makes sense with --apply")
+    if accept_protected and not apply:
+        raise click.UsageError("--accept-protected only makes sense with --apply")
     run_record, name, sealed = _load_record(record, run_id)
     if not sealed:
         if apply:
@@ -243,11 +261,17 @@ def cli(
     else:
         click.echo(dumps(explanation, pretty=True).decode("utf-8"), nl=False)
     if apply:
-        _apply(run_record, policy_path, out, accept_risk)
+        _apply(run_record, policy_path, out, accept_risk, frozenset(accept_protected))
     return EXIT_OK
 
 
-def _apply(record: RunRecord, policy_path: str | None, out: str | None, accept: bool) -> None:
+def _apply(
+    record: RunRecord,
+    policy_path: str | None,
+    out: str | None,
+    accept: bool,
+    accepted_paths: frozenset[str],
+) -> None:
     try:
         fixes = plan_fixes(record, policy_path=policy_path)
     except ExplainError as e:
@@ -261,7 +285,20 @@ def _apply(record: RunRecord, policy_path: str | None, out: str | None, accept: 
             "the run used the embedded default policy: name the file to write with --out FILE"
         )
     click.echo(fixes.diff, nl=False, err=True)
-    high = fixes.high_risks
+    refused = {p: why for p, why in fixes.protected.items() if p not in accepted_paths}
+    if refused:
+        for path, why in refused.items():
+            _err(f"{PROG}: protected: filesystem.write {path}: {why}")
+        names = " ".join(f"--accept-protected {p}" for p in refused)
+        raise _bad(
+            f"refusing to write {target}: {len(refused)} fix{'es' if len(refused) != 1 else ''} "
+            f"would make a protected path writable; give {names} to apply them anyway"
+        )
+    high = [
+        line
+        for line in fixes.high_risks
+        if not any(line.startswith(f"filesystem.write {p!r}:") for p in fixes.protected)
+    ]
     if high and not accept:
         for line in high:
             _err(f"{PROG}: high risk: {line}")

@@ -16,6 +16,7 @@ from typing import Final
 from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy, read_policy_file
 from cvg_policy.variables import system_python
+from cvg_policy.protected import protected_reason
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
 from cvg_schema.io import digest
@@ -317,6 +318,8 @@ class Fixes:
     diff: str
     changes: list[Change] = field(default_factory=list)
     risks: Mapping[str, Risk] = field(default_factory=dict)  # per change address+value
+    # Each write the fixes add to a protected path: its value as written, and why.
+    protected: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def highest(self) -> str | None:
@@ -361,4 +364,21 @@ def plan_fixes(
         diff=unified_diff(source.text, new, source.name),
         changes=merged,
         risks=risks,
+        protected=_protected_writes(merged, _variables(record, source)),
     )
+
+
+def _protected_writes(changes: Iterable[Change], variables: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    home = variables.get("HOME")
+    for c in changes:
+        if c.section != "filesystem" or c.field != "write":
+            continue
+        written = str(c.value)
+        expanded = written
+        for name, base in variables.items():
+            expanded = expanded.replace("${" + name + "}", base)
+        reason = protected_reason(expanded, home) or protected_reason(written, home)
+        if reason is not None:
+            out[written] = reason
+    return out

@@ -1,10 +1,12 @@
 """How much a fix widens what the tool can do: low, medium or high, with the reason.
 
-High: a secret, a write to a system tree, write and execute together on the same
-files, any network port (Landlock filters ports, not hosts), UDP and UNIX sockets,
-and any call taken off the seccomp deny list. Medium: a whole directory to read or
-write, signals outside the sandbox, large resource limits. Low: one more file, a
-modest limit.
+High: a secret, a write to a protected path (``cvg_policy.protected``: ``~/.bashrc``,
+``.git/config``, ``~/.local/bin``, cvg's own state), a write to a system tree, write and
+execute together on the same files, a directory that covers the home, a secret that
+exists or a protected path (for a write), any network port (Landlock filters ports, not
+hosts), UDP and UNIX sockets, and any call taken off the seccomp deny list. Medium: any
+other whole directory to read or write, signals outside the sandbox, large resource
+limits. Low: one more file, a modest limit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from cvg_kernel.seccomp import DENY_REASONS
-from cvg_policy.secrets import secret_reason
+from cvg_policy.protected import protected_beneath, protected_reason
+from cvg_policy.secrets import secret_paths, secret_reason
 
 from .change import Change, Context
 
@@ -154,6 +157,13 @@ def _fs_risk(field: str, written: str, path: str, ctx: Context) -> RiskNote:
     verb = {"read": "reading", "write": "writing", "execute": "executing"}[field]
     if secret is not None:
         return RiskNote("high", f"grants {verb} a secret: {secret}")
+    protected = protected_reason(path, home) or protected_reason(written, home)
+    if field == "write" and protected is not None:
+        return RiskNote(
+            "high",
+            f"writes a protected path: {protected} (--apply writes it only with "
+            f"--accept-protected {written})",
+        )
     tree = _system_tree(path)
     if field == "write" and tree is not None:
         return RiskNote("high", f"a write to a system tree ({tree})")
@@ -170,5 +180,26 @@ def _fs_risk(field: str, written: str, path: str, ctx: Context) -> RiskNote:
             "run code it wrote",
         )
     if _is_dir(path):
+        covered = _covers(field, path, ctx, home)
+        if covered is not None:
+            return RiskNote("high", f"grants {verb} everything beneath {written}, {covered}")
         return RiskNote("medium", f"grants {verb} everything beneath the directory {written}")
     return RiskNote("low", f"grants {verb} the one file {written}")
+
+
+def _covers(field: str, path: str, ctx: Context, home: str | None) -> str | None:
+    """What makes a grant on the directory ``path`` high risk beyond its own name: the
+    whole home, a secret that exists beneath it, or (for a write) a protected path."""
+    if home and _inside(posixpath.normpath(home), path):
+        return f"which covers the whole home {home} (its secrets, keys and startup files)"
+    cwd = ctx.variables.get("CWD")
+    secrets = [s for s in secret_paths(cwd or path, home) if _inside(s, path)]
+    if secrets:
+        shown = ", ".join(secrets[:3]) + (", ..." if len(secrets) > 3 else "")
+        return f"which holds secrets ({shown})"
+    if field == "write":
+        found = [p for p, _ in protected_beneath(path, cwd, home)]
+        if found:
+            shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+            return f"which holds protected paths ({shown})"
+    return None

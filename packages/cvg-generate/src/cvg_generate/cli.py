@@ -50,7 +50,7 @@ What becomes a rule (each with the events behind it as its reasons):
   a file written               filesystem.write on that file
   a name created or removed    filesystem.write on its directory
   anything in the working dir  one rule on ${CWD} (the tool's workspace); write on it
-                               when the tool wrote a file anywhere or ran a shell or make
+                               only when the tool wrote beneath it
   a program run                filesystem.execute on it, its ELF interpreter, its #! chain
   python, node, perl, glibc    their runtime baseline (stdlib, modules, locale, gconv, libs)
   a shell or make ran          execute on the standard utilities (rm, xargs, gunzip, ...)
@@ -73,7 +73,8 @@ What becomes a rule (each with the events behind it as its reasons):
   variables it was given       environment.set (a secret-looking one: environment.pass)
   a probe that got ENOENT      nothing: Landlock keeps it ENOENT
 Never granted: a secret (~/.ssh, .env, *.pem, ...) or a decoy, whatever the tool
-did; what the learning sandbox denied (unless --grant-denied); a shell or a
+did; write on a protected path (~/.bashrc, .git/config, ~/.local/bin, ...: see
+docs/protected-paths.md); what the learning sandbox denied (unless --grant-denied); a shell or a
 setuid program that did not run; write on /, /usr, /etc, ${HOME} or another
 top-level tree as a whole. What was left out is listed on
 stderr, one "note:" line each.

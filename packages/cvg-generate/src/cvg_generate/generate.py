@@ -20,8 +20,10 @@ Then rules are made fewer, each change explained in its reasons: what the tool d
 its working directory becomes one rule on ``${CWD}`` (its workspace: other inputs
 use other names there), and eight or more files read directly in one directory become
 a rule on the directory. No rule ever covers a directory of BROAD (``/``, ``/usr``,
-``/etc``, ``${HOME}``, ...) as a whole; secrets and decoys are never granted; events
-the learning sandbox denied are granted only with ``grant_denied``.
+``/etc``, ``${HOME}``, ...) as a whole; secrets and decoys are never granted, nor is
+write on a protected path (``cvg_policy.protected``: ``~/.bashrc``, ``.git/config``);
+events the learning sandbox denied are granted only with ``grant_denied``. The
+workspace is writable only when the tool wrote beneath it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cvg_kernel.seccomp import DEFAULT_DENY
+from cvg_policy.protected import protected_reason
 from cvg_policy.secrets import secret_paths, secret_reason, secret_variable
 from cvg_schema import Event, Observation, Policy
 from cvg_schema.policy import Reason
@@ -58,6 +61,8 @@ _BUILDERS: Final = frozenset(
      "go", "javac", "clang", "tcc"}
 )  # fmt: skip
 """A compiler, an assembler or a linker: a tool that runs one builds programs."""
+_CHANGES: Final = frozenset({"write", "create", "remove", "rename", "link"})
+"""Operations that change a path: never granted on a protected one."""
 
 SYSCALL_MODES: Final = ("denylist", "allowlist")
 
@@ -230,6 +235,7 @@ class _Builder:
         # Judged once per path and home, not once per event: a trace repeats its paths,
         # and each judgement is some ninety pattern matches.
         self.secret_reason = functools.lru_cache(maxsize=None)(secret_reason)
+        self.protected_reason = functools.lru_cache(maxsize=None)(protected_reason)
 
     def note(self, text: str, times: int = 1) -> None:
         """Say what was left out; the same thing for several events is one line.
@@ -321,6 +327,17 @@ class _Builder:
                             f"never granted: {_summary(e)} [{e.id}]: {secret}", times=_weight(e)
                         )
                     continue
+            if e.op in _CHANGES and e.path is not None:
+                protected = self.protected_reason(e.path, obs.home) or (
+                    self.protected_reason(e.path2, obs.home) if e.path2 else None
+                )
+                if protected is not None:
+                    if e.result == "ok" or e.denied_while_learning:
+                        self.note(
+                            f"never granted: {_summary(e)} [{e.id}]: {protected}",
+                            times=_weight(e),
+                        )
+                    continue
             if e.denied_while_learning and not self.grant_denied:
                 self.note(
                     f"not granted: {_summary(e)} [{e.id}]: denied while learning "
@@ -331,7 +348,7 @@ class _Builder:
             self._event(e, ctx, name, pids, reads, cwd_var_ok)
         self._reads(reads, ctx, name, cwd_var_ok, obs.home)
         if cwd_var_ok:
-            self._writable_workspace(obs, name)
+            self._read_only_workspace(name)
         self._executables(obs, ctx, name, cwd_var_ok)
         for b in [*baselines(obs), *resolver(obs, self._grantable)]:
             self.rule(self.fs["read"], ctx.to_policy(ctx.resolve(b.path, follow=False))).cite(
@@ -466,7 +483,7 @@ class _Builder:
         target = ctx.to_policy(concrete)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target):
+        if is_broad(target) or _is_home(concrete, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole",
                 times=_weight(e),
@@ -486,7 +503,7 @@ class _Builder:
         target = ctx.to_policy(d)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target):
+        if is_broad(target) or _is_home(d, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
                 "whole, which is never granted",
@@ -515,59 +532,12 @@ class _Builder:
         )
         self.widen(self.fs["execute"], "${CWD}", why, name, found)
 
-    def _writable_workspace(self, obs: Observation, name: str | None) -> None:
-        """Write on ``${CWD}`` from evidence that where the tool writes depends on its
-        input: it wrote files (anywhere), or it ran a shell or make, whose scripts make
-        their own output directories. Bounded like every workspace rule: never the home
-        or a broad tree (the caller checked), and secrets beneath it stay denied."""
+    def _read_only_workspace(self, name: str | None) -> None:
+        """Write on ``${CWD}`` comes only from a write beneath it (:meth:`_cwd_write`):
+        a tool that wrote only to its scratch or ``$TMPDIR`` keeps a read-only workspace."""
         rule = self.fs["write"].get("${CWD}")
-        if rule is not None and any(r.observation == name for r in rule.reasons):
-            return
-        wrote = next((e for e in obs.events if _writes_a_file(e)), None)
-        if wrote is not None:
-            why = (
-                "the working directory is the tool's workspace, writable: the tool writes "
-                "files, and another input names other outputs there"
-            )
-            evidence = wrote
-        else:
-            found = next(((exe, e) for exe, e in obs.executions() if _runs_scripts(exe.path)), None)
-            wait = _serves(obs)
-            if found is None and wait is not None:
-                self._writable_server(obs, wait, name)
-                return
-            if found is None:
-                self.note(
-                    "the workspace stays read-only: the tool wrote no file and ran no shell "
-                    "or make (another input that writes there is refused)"
-                )
-                return
-            evidence = found[1]
-            why = (
-                "the working directory is the tool's workspace, writable: a shell or make "
-                "ran, and a script makes its own outputs on another input"
-            )
-        self.widen(self.fs["write"], "${CWD}", why, name, evidence)
-
-    def _writable_server(self, obs: Observation, wait: Event, name: str | None) -> None:
-        assert obs.cwd is not None
-        cwd = posixpath.normpath(obs.cwd)
-        used = next(
-            (
-                e
-                for e in obs.events
-                if e.op == "read" and e.result == "ok" and e.path and within(e.path, cwd)
-            ),
-            None,
-        )
-        if used is None:
-            self.note("the workspace stays read-only: the server read nothing there")
-            return
-        why = (
-            "the working directory is the tool's workspace, writable: a server that works "
-            "on it, and another request writes there"
-        )
-        self.widen(self.fs["write"], "${CWD}", why, name, wait, used)
+        if rule is None or not any(r.observation == name for r in rule.reasons):
+            self.note("the workspace stays read-only: the tool wrote nothing beneath it")
 
     def _cwd_write(self, e: Event, name: str | None) -> None:
         r = self.rule(self.fs["write"], "${CWD}")
@@ -1114,18 +1084,10 @@ def _event_or(obs: Observation, event_id: str | None) -> Event | None:
 _SCRIPT_RUNNERS: Final = SHELLS | MAKES
 
 
-def _runs_scripts(path: str) -> bool:
-    return posixpath.basename(os.path.realpath(path)) in _SCRIPT_RUNNERS
-
-
-def _writes_a_file(e: Event) -> bool:
-    """A successful write, create, remove, rename or link of a file (not a device:
-    `> /dev/null` opens with O_CREAT and makes nothing)."""
-    if e.result != "ok" or e.path is None or not e.path.startswith("/"):
-        return False
-    if e.op not in ("write", "create", "remove", "rename", "link"):
-        return False
-    return not e.path.startswith(("/dev/", "/proc/", "/sys/")) and not _existing_special(e.path)
+def _is_home(concrete: str, ctx: PathContext) -> bool:
+    """The home itself, also when it is the working directory (``${CWD}`` is then not
+    broad by name): write on it reaches every startup file and secret."""
+    return ctx.home is not None and posixpath.normpath(concrete) == posixpath.normpath(ctx.home)
 
 
 def _existing_special(path: str) -> bool:

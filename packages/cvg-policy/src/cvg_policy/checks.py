@@ -20,6 +20,7 @@ from cvg_kernel.seccomp import ARCH_SPECIFIC, DEFAULT_DENY, DEFAULT_ENOSYS, DENY
 
 from .errors import Finding, PolicyError
 from .load import LoadedPolicy
+from .protected import protected_reason
 from .secrets import secret_variable
 from .variables import LATE_BOUND, VARIABLES, expand
 
@@ -259,6 +260,17 @@ class _Checker:
         resolved = _resolve(path)
         shown = value if resolved == value else f"{value} (resolves to {resolved})"
         home = self.variables.get("HOME")
+        protected = protected_reason(value, home, self.env) or protected_reason(
+            resolved, home, self.env
+        )
+        if protected is not None:
+            self.add(
+                "warning",
+                address,
+                f"writes {shown}, a protected path: {protected}; a tool that writes it "
+                "runs code outside the sandbox later (docs/protected-paths.md)",
+            )
+            return
         if home and resolved == _resolve(os.path.normpath(home)) and resolved != "/":
             self.add(
                 "warning",
@@ -516,7 +528,9 @@ def check(
       docker socket or an ssh-agent socket (``env``'s ``SSH_AUTH_SOCK``, default the
       process environment, and ``/tmp/ssh-*``) in any grant; write and execute on the
       same tree; well-known exfiltration ports; ``udp`` and ``unix`` (below Landlock
-      ABI 9, or when ``abi`` is unknown); ``signal_outside``; secrets in ``pass``.
+      ABI 9, or when ``abi`` is unknown); ``signal_outside``; secrets in ``pass``; a
+      write grant on a protected path (``cvg_policy.protected``: ``~/.bashrc``,
+      ``.git/config``, ``~/.local/bin``, cvg's own state) or inside one.
     - A ``network.hosts`` port that ``tcp_connect`` also grants (on every host) is an
       error; UDP beside hosts, a repeated host:port, and proxy variables the proxy will
       replace are warnings.
