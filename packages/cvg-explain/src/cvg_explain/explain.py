@@ -15,8 +15,8 @@ from typing import Final
 
 from cvg_policy.errors import PolicyError
 from cvg_policy.load import LoadedPolicy, load_policy, read_policy_file
-from cvg_policy.variables import system_python
 from cvg_policy.protected import protected_reason
+from cvg_policy.variables import system_python
 from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial, Risk
 from cvg_schema.io import digest
