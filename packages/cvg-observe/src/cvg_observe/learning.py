@@ -181,7 +181,10 @@ def _compile(policy: dict[str, Any], variables: dict[str, str], view: FsView) ->
     # grants no tcp_bind, which would refuse it); the signal guard below ABI 6 stays.
     seccomp = plan["seccomp"]
     seccomp.pop("listen", None)
-    supervise = [c for c in seccomp.pop("supervise", None) or () if c != "listen"]
+    # Only the signal guard is served while learning: held directories are widened
+    # below instead, and every socket may be reached (the network is observed).
+    supervise = [c for c in seccomp.pop("supervise", None) or () if c == "signal"]
+    plan.pop("unix", None)
     if supervise:
         seccomp["supervise"] = supervise
     plan["degraded"] = [d for d in plan["degraded"] if not d["item"].startswith("network.")]

@@ -129,6 +129,10 @@ class _Recording:
         answer: str = self._ask("realpath", path)
         return answer
 
+    def inode(self, path: str) -> tuple[int, int, int] | None:
+        found = self._ask("inode", path)
+        return None if found is None else (found[0], found[1], found[2])
+
     def _ask(self, what: str, path: str) -> Any:
         try:
             answer = getattr(self.view, what)(path)
@@ -143,6 +147,8 @@ def _comparable(what: str, answer: Any) -> Any:
     # A listing's order is the directory's, which the compile does not depend on.
     if what == "listdir":
         return sorted(answer)
+    if what == "inode":  # a tuple, stored as JSON's list
+        return None if answer is None else list(answer)
     # /etc/mtab -> /proc/self/mounts resolves through this process's own pid, another
     # in every run: kept as /proc/self (only the secrets are compared with it).
     own = f"/proc/{os.getpid()}"
@@ -160,7 +166,7 @@ def _unchanged(lookups: object) -> bool:
         if not (isinstance(item, list) and len(item) == 4):
             return False
         what, path, answer, errno = item
-        if what not in ("kind", "listdir", "realpath") or not isinstance(path, str):
+        if what not in ("kind", "listdir", "realpath", "inode") or not isinstance(path, str):
             return False
         try:
             now = _comparable(what, getattr(view, what)(path))
