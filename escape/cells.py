@@ -26,6 +26,7 @@ from oracles import clear_descendants, free_port, read, reap_all, snapshot
 from runtime import ATTACKS_DIR, CVG_MAIN, POLICIES_DIR, REFUSED, SINK_ORACLES
 from sampling import collect, observe
 
+from cvg_kernel.seal import KEY_BYTES
 from cvg_testing import Sink
 
 
@@ -276,6 +277,12 @@ def _plant(
         (state / sub).mkdir(parents=True, exist_ok=True)
     (state / "cache/cvg/plans/seed.json").write_text('{"seed": "plan"}\n')
     (state / "state/cvg/runs/seed.json").write_text('{"seed": "record"}\n')
+    # cvg-run makes the user's sealing key on its first run: made here first, so the
+    # snapshot's state already holds it and its creation is not taken for the tool's.
+    key = state / "state/cvg/key"
+    key.mkdir(mode=0o700)
+    (key / "seal").write_bytes(os.urandom(KEY_BYTES))
+    (key / "seal").chmod(0o600)
     extra = a["extra"]
     if extra.get("home"):
         # The working directory doubles as the user's home (cvg-run started from ~).
