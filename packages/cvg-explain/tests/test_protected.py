@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MakeRecord, record_dict
+from conftest import MakeRecord, record_dict, sealed
 
 from cvg_explain import explain
 from cvg_explain.cli import main
@@ -85,7 +84,8 @@ def _setup(tmp_path: Path, *denials: dict[str, Any]) -> tuple[Path, Path]:
     p = tmp_path / "p.yaml"
     p.write_text(POLICY)
     r = tmp_path / "run.json"
-    r.write_text(json.dumps(record_dict([dict(d) for d in denials], policy_path=str(p))))
+    # Sealed as cvg-run seals it: --apply refuses a record it cannot authenticate.
+    r.write_text(sealed(record_dict([dict(d) for d in denials], policy_path=str(p))))
     return r, p
 
 
