@@ -349,13 +349,20 @@ def test_git_status_and_checkout_work_beside_a_denied_env(box: Box, identity: Id
     assert (proj / ".env").read_text() == CANARY
 
 
-def test_the_warm_sandbox_names_why_it_refuses_a_deny_inside_a_grant(box: Box) -> None:
-    from cvg_run.api import Sandbox, SandboxError
+def test_the_warm_sandbox_keeps_the_entry_out_with_landlock_alone(box: Box) -> None:
+    # The warm helper serves no held directory: Landlock alone keeps .env out and the
+    # siblings' own rules stand; the held directory itself loses its own rights.
+    from cvg_run.api import Sandbox
 
-    make_proj(box.cwd)
+    proj = make_proj(box.cwd)
+    bare = subprocess.run(["cat", str(proj / ".env")], capture_output=True)
+    assert bare.stdout.decode() == CANARY  # the premise: bare, it is readable
     policy = policy_for(box, "write")
-    with pytest.raises(SandboxError, match=r"paths: a filesystem\.deny inside a grant"):
-        Sandbox(str(policy), cwd=str(box.cwd))
+    with Sandbox(str(policy), cwd=str(box.cwd)) as sandbox:
+        secret = sandbox.run(["cat", str(proj / ".env")], cwd=str(box.cwd))
+        sibling = sandbox.run(["cat", str(proj / "a.txt")], cwd=str(box.cwd))
+    assert secret.status != 0 and CANARY.encode() not in secret.stdout
+    assert sibling.status == 0 and sibling.stdout == b"a\n"
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

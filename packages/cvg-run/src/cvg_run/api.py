@@ -151,6 +151,18 @@ def _without_signal_supervision(planned: planning.Planned) -> planning.Planned:
     return _replanned(planned, plan)
 
 
+def _without_path_serving(planned: planning.Planned) -> planning.Planned:
+    import copy
+
+    plan = copy.deepcopy(planned.plan)
+    left = [g for g in plan["seccomp"].get("supervise") or () if g != "paths"]
+    if left:
+        plan["seccomp"]["supervise"] = left
+    else:
+        plan["seccomp"].pop("supervise", None)
+    return _replanned(planned, plan)
+
+
 def _replanned(planned: planning.Planned, plan: dict[str, Any]) -> planning.Planned:
     return planning.Planned(
         plan,
@@ -200,6 +212,13 @@ class Sandbox:
             )
         seccomp_spec = planned.plan.get("seccomp") or {}
         supervised = list(seccomp_spec.get("supervise") or ())
+        if "paths" in supervised:
+            # The warm helper serves no held directory: Landlock alone then keeps the
+            # denied entries out, and the directories holding them lose their own rights
+            # (no listing or creating directly in them). Stricter, never wider.
+            planned = _without_path_serving(planned)
+            seccomp_spec = planned.plan["seccomp"]
+            supervised = list(seccomp_spec.get("supervise") or ())
         if supervised == ["signal"] and (allow_degraded or policy is None):
             # Below Landlock ABI 6 cvg-run's supervisor scopes signals; the warm helper
             # cannot, so the plan runs as it did before that: signals unscoped, degraded.
