@@ -638,9 +638,11 @@ class _Traced:
                 self.held = Held(prepared, command, stdout)
             finally:
                 prepared.close()  # the held process has its own copy of the ruleset
-            confined = self.held.confined()
-            if guard is not None and confined:
+            if guard is not None:
+                # Before waiting for the held process's word: it names its listener and
+                # waits for the guard to take it, so it says it is confined only after.
                 guard.start(prepared.filter.errno_program, prepared.filter.arch)
+            confined = self.held.confined()
             if not confined:
                 self.held.wait()
                 failure = self.held.failure()
