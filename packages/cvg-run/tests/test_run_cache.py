@@ -256,7 +256,9 @@ def test_another_system_python_misses(identity: Identity, box: Box) -> None:
     assert ran(None) == "cache"
     assert ran(as_other) == "compiled"
     assert ran(None) == "cache"
-    plans = [load_record(p)[0]["plan"] for p in box.records()]
+    # Record names are second-resolution plus random bytes, so order by start time.
+    records = sorted((load_record(p)[0] for p in box.records()), key=lambda r: r["started"])
+    plans = [r["plan"] for r in records]
     assert len(plans) == 4
     granted = [json.dumps(p, sort_keys=True) for p in plans]
     assert str(stdlib) in granted[2] and str(stdlib) not in granted[0]

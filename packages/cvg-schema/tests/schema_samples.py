@@ -247,6 +247,7 @@ DENIAL: dict[str, Any] = {
     "right": "read_file",
     "rule": "filesystem.read",
     "time": 1738324801.5,
+    "expected": False,
     "detail": 'openat(AT_FDCWD, "/home/ann/.ssh/id_rsa", O_RDONLY) = -1 EACCES',
 }
 
