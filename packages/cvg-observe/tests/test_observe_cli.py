@@ -527,3 +527,58 @@ def test_a_working_directory_holding_a_home_is_not_writable(
     assert not (outside_tmp / "home" / "notes" / "x").exists()
     obs = observation(out)
     assert any("a directory holding a home directory: not writable" in n for n in obs.notes)
+
+
+THREADS_AND_SOCKETS = """\
+import asyncio, socket, sys, threading
+a, b = socket.socketpair()
+def echo():
+    b.sendall(b.recv(5))
+t = threading.Thread(target=echo)
+t.start()
+a.sendall(b"hello")
+print(a.recv(5).decode())
+t.join()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"x")
+print(s.recv(4).decode())
+async def main():
+    p = await asyncio.create_subprocess_exec("true")
+    await p.wait()
+asyncio.run(main())
+"""
+
+
+def test_connected_sockets_and_threads_are_understood(
+    work: Path, tcp_server: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Connected sockets' ends ("->" inside strace's -yy annotation), threads and an
+    asyncio child: every line of the trace is understood, so nothing is noted."""
+    (work / "busy.py").write_text(THREADS_AND_SOCKETS)
+    code, out, err = run(capfd, "--", PY, "busy.py", str(tcp_server))
+    assert code == 0, err
+    assert "hello" in err and "pong" in err
+    obs = observation(out)
+    assert not [n for n in obs.notes if "not understood" in n], obs.notes
+    assert "not understood" not in err
+
+
+def test_lines_not_understood_say_what_they_were() -> None:
+    """Only lines of calls a policy is learned from (or of no call one can name) are
+    loud: they may have cost the policy a rule."""
+    from cvg_observe.observe import LOUD_NOTE, skipped_note
+    from cvg_trace.parse import TraceParser
+
+    quiet = TraceParser()
+    for i in range(3):
+        quiet.feed(f'7 1.{i} <... futex resumed>"unterminated')
+    note = skipped_note(quiet)
+    assert note.startswith("3 strace lines were not understood and skipped (3 futex)")
+    assert LOUD_NOTE not in note and "none was of a call a policy is learned from" in note
+
+    loud = TraceParser()
+    first = '7 1.0 openat(AT_FDCWD, "/etc/unterminated'
+    for line in (first, '7 1.1 <... futex resumed>"unterminated'):
+        loud.feed(line)
+    note = skipped_note(loud)
+    assert "(1 futex, 1 openat)" in note and LOUD_NOTE in note and note.endswith(first)

@@ -215,3 +215,86 @@ def test_clone3_with_arrow_in_arguments() -> None:
 
 
 # ---------------------------------------------------------------- recorded strace 6.1
+
+
+# ---------------------------------------------------------------- sockets' ends
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "args", "ret_fd"),
+    [
+        (
+            "7 1.0 socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, "
+            "[3<UNIX-STREAM:[39975->39976]>, 8<UNIX-STREAM:[39976->39975]>]) = 0",
+            "socketpair",
+            ["AF_UNIX", "SOCK_STREAM|SOCK_CLOEXEC", "0",
+             "[3<UNIX-STREAM:[39975->39976]>, 8<UNIX-STREAM:[39976->39975]>]"],
+            None,
+        ),
+        (
+            '7 1.0 sendto(8<UNIX-STREAM:[39976->39975]>, "\\0", 1, 0, NULL, 0) = 1',
+            "sendto",
+            ["8<UNIX-STREAM:[39976->39975]>", '"\\0"', "1", "0", "NULL", "0"],
+            None,
+        ),
+        (
+            '7 1.0 sendto(5<TCP:[127.0.0.1:40000->127.0.0.1:8080]>, "GET /", 5, '
+            "MSG_NOSIGNAL, NULL, 0) = 5",
+            "sendto",
+            ["5<TCP:[127.0.0.1:40000->127.0.0.1:8080]>", '"GET /"', "5", "MSG_NOSIGNAL",
+             "NULL", "0"],
+            None,
+        ),
+        (
+            "7 1.0 accept4(3<TCPv6:[[::1]:8080]>, {sa_family=AF_INET6, sin6_port=htons(5),"
+            ' sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1", &sin6_addr), '
+            "sin6_scope_id=0}, [28], SOCK_CLOEXEC) = 4<TCPv6:[[::1]:8080->[::1]:40000]>",
+            "accept4",
+            None,
+            "TCPv6:[[::1]:8080->[::1]:40000]",
+        ),
+        (
+            '7 1.0 connect(3<UNIX-STREAM:[5->6,"/run/a>b.sock"]>, {sa_family=AF_UNIX, '
+            'sun_path="/run/x.sock"}, 110) = 0',
+            "connect",
+            ['3<UNIX-STREAM:[5->6,"/run/a>b.sock"]>',
+             '{sa_family=AF_UNIX, sun_path="/run/x.sock"}', "110"],
+            None,
+        ),
+    ],
+)  # fmt: skip
+def test_a_sockets_ends_do_not_end_its_annotation(
+    line: str, name: str, args: list[str] | None, ret_fd: str | None
+) -> None:
+    """strace joins a connected socket's ends with "->" inside its brackets; the ">"
+    there is not the end of the annotation, so the line is understood whole."""
+    (rec,), p = feed_all([line])
+    assert p.skipped == 0
+    assert rec.name == name
+    if args is not None:
+        assert rec.args == args
+    assert rec.ret_fd == ret_fd
+
+
+def test_a_resumed_half_with_a_sockets_ends_is_understood() -> None:
+    lines = [
+        "7 1.0 getsockname(3<UNIX-STREAM:[39975->39976]>,  <unfinished ...>",
+        "7 1.1 <... getsockname resumed>{sa_family=AF_UNIX}, [128 => 2]) = 0",
+        "7 1.2 recvfrom(3<UNIX-STREAM:[39975->39976]>,  <unfinished ...>",
+        "7 1.3 <... recvfrom resumed>0x28d94ca0, 4096, 0, NULL, NULL) = -1 EAGAIN "
+        "(Resource temporarily unavailable)",
+    ]
+    recs, p = feed_all(lines)
+    assert p.skipped == 0
+    assert [r.name for r in recs] == ["getsockname", "recvfrom"]
+    assert recs[1].errno == "EAGAIN"
+
+
+def test_skipped_lines_are_counted_by_call_and_kept() -> None:
+    """What was not understood stays visible: by call, and the first few lines."""
+    bad = ['7 1.0 openat(AT_FDCWD, "/etc/unterminated', "7 1.1 not a strace line at all"]
+    bad += [f'7 1.{i} <... futex resumed>"unterminated' for i in range(2, 9)]
+    _, p = feed_all(bad)
+    assert p.skipped == len(bad)
+    assert p.skipped_by_call == {"openat": 1, "": 1, "futex": 7}
+    assert p.skipped_lines == bad[: TraceParser.KEPT_LINES]

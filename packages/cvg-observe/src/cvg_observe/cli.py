@@ -21,7 +21,7 @@ from typing import BinaryIO
 from cvg_schema.exits import console, guarded, say, usage
 
 from .fast_args import Args, fast_args
-from .observe import EXIT_NOT_OBSERVED, NotStarted, ObserveError, observe
+from .observe import EXIT_NOT_OBSERVED, LOUD_NOTE, NotStarted, ObserveError, observe
 
 PROG = "cvg-observe"
 
@@ -71,7 +71,7 @@ def observe_command(
         say(PROG, str(e))
         return e.status
     for note in result.notes:
-        if note.endswith("skipped") or "left out" in note:
+        if LOUD_NOTE in note or "left out" in note:
             print(f"cvg-observe: note: {note}", file=sys.stderr, flush=True)
     return result.exit_status
 

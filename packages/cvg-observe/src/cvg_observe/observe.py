@@ -56,7 +56,7 @@ import orjson
 
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, Prepared, prepare
 from cvg_trace import tool as _tool
-from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker
+from cvg_trace.events import OTHER_SYSCALLS, RawEvent, Tracker, shapes_policy
 from cvg_trace.parse import TraceParser
 from cvg_trace.tool import start_version, strace_version, version_of
 
@@ -116,6 +116,23 @@ def find_strace(name: str | None = None) -> str:
         return _tool.find_strace(name)
     except _tool.StraceNotFound as e:
         raise ObserveError(str(e)) from None
+
+
+LOUD_NOTE: Final = "the policy may lack"
+"""Notes holding this are printed on stderr; the rest stay in the observation."""
+
+
+def skipped_note(parser: TraceParser) -> str:
+    """What the strace lines that were not understood were of, and whether any was of a
+    call a policy is learned from (then the policy may lack a rule for it)."""
+    by_call = sorted(parser.skipped_by_call.items(), key=lambda kv: (-kv[1], kv[0]))
+    calls = ", ".join(f"{k} {name or 'unnamed'}" for name, k in by_call)
+    head = f"{parser.skipped} strace lines were not understood and skipped ({calls})"
+    shaping = [name for name, _ in by_call if name and shapes_policy(name)]
+    if not shaping and parser.skipped_by_call.get("", 0) == 0:
+        return f"{head}; none was of a call a policy is learned from"
+    first = parser.skipped_lines[0] if parser.skipped_lines else ""
+    return f"{head}; {LOUD_NOTE} a rule for them; the first: {first}"
 
 
 def strace_command(strace: str, output: str, target: list[str] | int) -> list[str]:
@@ -315,7 +332,7 @@ class ObservationWriter:
         status = self.tracker.exit_status if self.tracker.exit_status is not None else exit_status
         notes = list(self.notes)
         if self.parser.skipped:
-            notes.append(f"{self.parser.skipped} strace lines were not understood and skipped")
+            notes.append(skipped_note(self.parser))
         if self.parser.unmatched:
             notes.append(f"{self.parser.unmatched} resumed calls had no first half")
         if self.tracker.orphaned:

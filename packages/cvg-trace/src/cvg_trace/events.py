@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from typing import Final
 
-__all__ = ["OPS_BY_SYSCALL", "Proc", "RawEvent", "Tracker", "events_from_lines"]
+__all__ = ["OPS_BY_SYSCALL", "Proc", "RawEvent", "Tracker", "events_from_lines", "shapes_policy"]
 
 
 class RawEvent(Value):
@@ -597,6 +597,17 @@ def _init_other() -> None:
 
 
 _init_other()
+
+
+def shapes_policy(name: str) -> bool:
+    """Whether a call of this name can become an event a policy is learned from, so a
+    trace line of it that was not understood may have cost the policy a rule."""
+    return (
+        name in _PATH_CALLS or name in _TWO_PATH_CALLS or name in _OPEN_CALLS
+        or name in _SIGNAL_CALLS or name in _FORK_CALLS or name in _SEND_CALLS
+        or name in OTHER_SYSCALLS or name in OPS_BY_SYSCALL
+        or name in ("execve", "execveat", "fchdir", "socket", "connect", "bind")
+    )  # fmt: skip
 
 
 def events_from_lines(

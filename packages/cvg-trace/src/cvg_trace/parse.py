@@ -96,7 +96,11 @@ _STR: Final = r'"(?:[^"\\]++|\\.)*+"(?:\.\.\.)?'
 # A -yy annotation, the part after the number: `3</etc/x>`, `AT_FDCWD</cwd>`,
 # `1</dev/null<char 1:3>>`, `3<TCP:[1.2.3.4:5->6.7.8.9:10]>`. Inside, strace escapes `<`,
 # `>`, `"` and `\`, so a bracket or comma there never ends an argument.
-_ANNOT: Final = r"<(?:[^<>\\]++|\\.|<[^<>]*+>)*+>"
+# A socket's annotation holds its ends in brackets, joined by "->" (UNIX-STREAM:[4->5],
+# TCP:[1.2.3.4:5->6.7.8.9:80]), so a ">" inside the brackets does not end it.
+_SOCKET_ANNOT: Final = r'<[A-Za-z][\w-]*+:\[(?:[^\[\]"\\]++|\\.|\[[^\[\]]*+\]|"(?:[^"\\]|\\.)*+")*+\]>'  # IPv6 ends are bracketed too: TCPv6:[[::1]:80->[::1]:4000]
+_ANNOT: Final = rf"(?:{_SOCKET_ANNOT}|<(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)"
+_ANNOT_RE: Final = re.compile(_ANNOT)
 
 
 # Plain text inside arguments: anything but quotes, brackets, commas and `<`.
@@ -124,25 +128,10 @@ def _string_end(text: str, i: int) -> int:
 
 def _annotation_end(text: str, i: int) -> int:
     """The end of the ``-yy`` annotation at ``text[i] == "<"``, or -1 when that ``<``
-    is plain text: ``<`` then escapes, plain characters and one level of ``<...>``."""
-    n = len(text)
-    j = i + 1
-    while j < n:
-        c = text[j]
-        if c == ">":
-            return j + 1
-        if c == "\\":
-            j += 2
-        elif c == "<":
-            k = j + 1
-            while k < n and text[k] not in "<>":
-                k += 1
-            if k >= n or text[k] == "<":
-                return -1
-            j = k + 1
-        else:
-            j += 1
-    return -1
+    is plain text: ``<`` then escapes, plain characters and one level of ``<...>``, or
+    a socket's bracketed ends."""
+    m = _ANNOT_RE.match(text, i)
+    return m.end() if m is not None else -1
 
 
 def _scan(text: str, start: int = 0) -> tuple[list[str], int] | None:
@@ -206,13 +195,13 @@ def _scan(text: str, start: int = 0) -> tuple[list[str], int] | None:
 # The result: a number or `?`, an optional -yy annotation, an optional errno name.
 _RET_RE: Final = re.compile(
     r"(?P<val>-?\d+|0x[0-9a-fA-F]+|\?)"
-    r"(?P<fd><(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)?"
+    rf"(?P<fd>{_ANNOT})?"
     r"(?:\s+(?P<errno>E[A-Z0-9]+))?"
 )
 # The same, matching the whole result text (an errno's description in parentheses).
 _RET_FULL_RE: Final = re.compile(
     r"\s*(?P<val>-?\d+|0x[0-9a-fA-F]+|\?)"
-    r"(?P<fd><(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)?"
+    rf"(?P<fd>{_ANNOT})?"
     r"(?:\s+(?P<errno>E[A-Z0-9]+))?(?:\s+\([^()]*\))?\s*$"
 )
 # One argument of a call without brackets: strings, descriptors and plain text.
@@ -241,6 +230,8 @@ _PREFIX_RE: Final = re.compile(r"(?:(?:\[pid\s+)?(\d+)\]?\s+)?(?:(\d+\.\d+)\s+)?
 _NAME_RE: Final = re.compile(r"([a-z_][a-z0-9_]*)\(")
 _RESUMED_RE: Final = re.compile(r"<\.\.\. ([a-z_][a-z0-9_]*) resumed>(.*)", re.DOTALL)
 _UNFINISHED: Final = " <unfinished ...>"
+# The call a line is of: `<... name resumed>` or the first `name(`.
+_CALL_NAME_RE: Final = re.compile(r"<\.\.\. ([a-z_][a-z0-9_]*) resumed>|\b([a-z_][a-z0-9_]*)\(")
 _EXITED_RE: Final = re.compile(r"\+\+\+ exited with (\d+) \+\+\+")
 _KILLED_RE: Final = re.compile(r"\+\+\+ killed by (SIG[A-Z0-9+-]+)")
 _SIGNAL_RE: Final = re.compile(r"--- (SIG[A-Z0-9+-]+)")
@@ -385,18 +376,38 @@ class TraceParser:
     ``skipped`` counts lines that were not understood.
     """
 
-    __slots__ = ("_pending", "skipped", "unmatched")
+    __slots__ = ("_pending", "skipped", "skipped_by_call", "skipped_lines", "unmatched")
+
+    KEPT_LINES: Final = 5
+    """Skipped lines kept as they were, to show what was not understood."""
 
     def __init__(self) -> None:
         # pid -> (time of the first half, syscall name, argument text so far)
         self._pending: dict[int, tuple[float | None, str, str]] = {}
         self.skipped = 0
+        # The call each skipped line was of, where its name could be read ("" if not).
+        self.skipped_by_call: dict[str, int] = {}
+        self.skipped_lines: list[str] = []
         self.unmatched = 0  # resumed halves whose first half was never seen
 
     def feed(self, line: str) -> Record | None:
         line = line.rstrip("\n")
         if not line:
             return None
+        skipped = self.skipped
+        rec = self._feed(line)
+        if self.skipped != skipped:
+            self._note_skipped(line)
+        return rec
+
+    def _note_skipped(self, line: str) -> None:
+        m = _CALL_NAME_RE.search(line)
+        name = (m.group(1) or m.group(2)) if m is not None else ""
+        self.skipped_by_call[name] = self.skipped_by_call.get(name, 0) + 1
+        if len(self.skipped_lines) < self.KEPT_LINES:
+            self.skipped_lines.append(line[:300])
+
+    def _feed(self, line: str) -> Record | None:
         when: float | None
         parts = line.split(None, 2)
         if len(parts) == 3 and parts[0].isdigit() and _is_time(parts[1]):
