@@ -315,3 +315,26 @@ def test_claude_code_project_servers_are_wrapped_too(home: Home) -> None:
         "user": "untouched", "local@/work/app": "learning"}  # fmt: skip
     assert home.wrap("restore", str(config)).returncode == 0
     assert config.read_text() == original
+
+
+def test_enforce_refuses_a_policy_that_fails_its_own_sessions(home: Home) -> None:
+    """The server appended to .git/config while learning (a protected path, which no
+    learned policy grants): enforce judges each learned call against the new policy,
+    names the first it refuses, and leaves the server learning."""
+    (home.project / ".git").mkdir()
+    (home.project / ".git" / "config").write_text("[core]\n")
+    config = home.project / ".mcp.json"
+    script = "printf '\\tbare = false\\n' >> .git/config"
+    config.write_text(
+        json.dumps({"mcpServers": {"gitcfg": {"command": "/bin/sh", "args": ["-c", script]}}})
+    )
+    assert home.wrap("learn", str(config)).returncode == 0
+    _one_session(home, config, "gitcfg")
+    learned = config.read_text()
+    done = home.wrap("enforce", "--yes", str(config))
+    assert done.returncode == 1, done.stderr
+    line, nothing = done.stderr.splitlines()
+    assert line.startswith("cvg-wrap: gitcfg: the policy refuses 1 calls of its own sessions")
+    assert f"{home.project}/.git/config needs write_file" in line and "left as it is" in line
+    assert nothing == "cvg-wrap: nothing to change"
+    assert config.read_text() == learned and not home.policies.exists()

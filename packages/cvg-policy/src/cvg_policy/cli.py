@@ -179,6 +179,34 @@ def _explain_table(loaded: LoadedPolicy, report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+def _replay_fails(loaded: LoadedPolicy, paths: tuple[str, ...]) -> bool:
+    """Print each observed call the policy would refuse; True when there was one."""
+    from cvg_schema import Observation
+
+    from .replay import replay
+
+    failed = False
+    for path in paths:
+        if path == "-":
+            raise _usage("--replay -: name the observation file (stdin is the policy's)")
+        try:
+            with open(path, "rb") as f:
+                observation = loads_as(Observation, f.read())
+        except OSError as e:
+            raise _usage(f"--replay {path}: cannot read: {e.strerror or e}") from None
+        except SchemaError as e:
+            raise _usage(f"--replay {path}: not a cvg.observation: {e}") from None
+        try:
+            refused = replay(loaded.policy, observation)
+        except PolicyError as e:
+            _err(f"{loaded.filename}: --replay {path}: {e}")
+            return True
+        for r in refused:
+            _err(f"{loaded.filename}: refuses its own session: {_display(path)}: {r.line()}")
+        failed = failed or bool(refused)
+    return failed
+
+
 def _policy_path(loaded: LoadedPolicy) -> str | None:
     return None if loaded.filename == STDIN_NAME else os.path.abspath(loaded.filename)
 
@@ -271,6 +299,18 @@ Exit status:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print errors only, no warnings.")
 @click.option(
+    "--replay",
+    "replays",
+    metavar="OBSERVATION",
+    multiple=True,
+    help=(
+        "A cvg.observation (repeatable): each call in it that succeeded is judged against "
+        "the policy, compiled for that session's working directory and home; a call the "
+        "policy would refuse is an error (the policy fails its own session). Nothing is "
+        "run again: replaying for real would repeat the session's writes."
+    ),
+)
+@click.option(
     "--accept-risk",
     is_flag=True,
     help=(
@@ -289,6 +329,7 @@ def cli(
     cwd: str | None,
     output: str | None,
     quiet: bool,
+    replays: tuple[str, ...],
     accept_risk: bool,
 ) -> int:
     """Validate a cvg policy and write it back as clean, reviewable YAML.
@@ -336,6 +377,8 @@ def cli(
     )
     _report(findings, quiet)
     if errors(findings):
+        return EXIT_INVALID
+    if replays and _replay_fails(loaded, replays):
         return EXIT_INVALID
 
     if explain or compile_:

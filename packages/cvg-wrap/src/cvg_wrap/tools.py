@@ -44,6 +44,9 @@ def _failure(name: str, done: subprocess.CompletedProcess[str]) -> ToolFailed:
     return ToolFailed(f"{name} exited {done.returncode}: {first}")
 
 
+REFUSES_OWN = "refuses its own session:"
+"""What cvg-validate --replay says of each observed call the policy would refuse."""
+
 # Variables the box itself decides, whatever the client's config says: the scratch
 # directory is the only temporary directory a confined server may write.
 BOX_OWNED = frozenset({"TMPDIR"})
@@ -64,7 +67,16 @@ def learned_policy(
         raise _failure(GENERATE, generated)
     policy: dict[str, Any] = json.loads(generated.stdout)
     notes = pass_config_env(policy, env)
-    validated = _run([find(VALIDATE), "-"], stdin=json.dumps(policy))
+    # Judged against the sessions it was learned from: a policy that refuses one of
+    # its server's own calls would break it on the first day.
+    replays = [f"--replay={o}" for o in observations]
+    validated = _run([find(VALIDATE), "-", *replays], stdin=json.dumps(policy))
+    refused = [ln for ln in validated.stderr.splitlines() if REFUSES_OWN in ln]
+    if validated.returncode != 0 and refused:
+        # "OBSERVATION: e5: create PATH needs make_reg": the event is what a user weighs.
+        first = refused[0].split(REFUSES_OWN, 1)[1].strip().split(": ", 1)[-1]
+        raise ToolFailed(f"the policy refuses {len(refused)} calls of its own sessions "
+                         f"(first: {first})")  # fmt: skip
     if validated.returncode != 0:
         raise _failure(VALIDATE, validated)
     # cvg-validate read the policy from stdin: its "<stdin>:LINE: " says nothing here.
