@@ -71,10 +71,14 @@ def schemas(session: nox.Session) -> None:
 
 @nox.session
 def readme(session: nox.Session) -> None:
-    """The README's generated tables, and the peers charts beside the results, match the
-    benchmark results files; the charts are well-formed SVG of what the results say."""
+    """The README's first screen holds its two set-up commands and fits in 150 lines; the
+    generated tables of docs/results.md, and the peers charts beside the results, match
+    the benchmark results files; the charts are well-formed SVG of what the results say."""
     _sync(session, "--only-group", "dev")
-    session.run("pytest", "benchmarks/test_readme_tables.py", "benchmarks/test_peers_svg.py", "-q")
+    session.run(
+        "pytest", "docs/test_readme.py", "benchmarks/test_readme_tables.py",
+        "benchmarks/test_peers_svg.py", "-q",
+    )  # fmt: skip
 
 
 @nox.session
@@ -316,7 +320,7 @@ def falsedenial(session: nox.Session) -> None:
     its rerun alone included) fails. The MCP sessions idle as long as the committed run
     did (300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
     into a .servers folder beside the workloads (npm, uv). To re-record the results:
-    `uv run python benchmarks/workloads/suite.py` (then render the README)."""
+    `uv run python benchmarks/workloads/suite.py` (then render docs/results.md)."""
     _apt_install(session, WORKLOAD_PROGRAMS)
     _sync(session, "--all-packages")
     session.run("pytest", "benchmarks/test_workloads.py", "-q", *session.posargs)

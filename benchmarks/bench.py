@@ -34,7 +34,7 @@ events (wall time, peak RSS), cvg-probe (``--no-cache``, a subprocess) and the p
 compile (in process, and ``cvg-validate --compile`` as a subprocess).
 
 Results go under the key ``"bench"`` of ``benchmarks/results/<host>.json`` (other keys
-are kept). ``--render`` rewrites the README's "What it costs" section and the peers
+are kept). ``--render`` rewrites the "What it costs" section of docs/results.md and the peers
 charts from the results files (see render.py); with ``--check`` it only reports whether
 they are current.
 """
@@ -668,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         runs=200,
         warmup=3,
         epilog="Run as root on a machine as idle as you can make it; then --render, and "
-        "commit benchmarks/results/<host>.json and README.md together.",
+        "commit benchmarks/results/<host>.json and docs/results.md together.",
     )
     parser.add_argument(
         "--only", action="append", choices=CONFIGS, help="only this configuration (repeatable)"
@@ -688,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-extras", action="store_true", help="skip the generate, probe and compile timings"
     )
     parser.add_argument(
-        "--render", action="store_true", help="rewrite the README's tables and charts"
+        "--render", action="store_true", help="rewrite the tables of docs/results.md and the charts"
     )
     parser.add_argument("--check", action="store_true", help="with --render: only check")
     args = parser.parse_args(argv)

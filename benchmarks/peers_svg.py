@@ -2,7 +2,7 @@
 (bench.py): one panel per workload, in each a bar per configuration at its median (p50)
 with a whisker to its p95, labelled with the p50 and the median per-round ratio to bare.
 
-render.py writes it beside the results file and links it from the README. Every number
+render.py writes it beside the results file and links it from docs/results.md. Every number
 in the output has a fixed precision and nothing in it comes from anywhere but the
 results, so the same results give the same bytes on every machine.
 """
@@ -134,7 +134,7 @@ def _panel(
 
 def chart(stem: str, bench: Mapping[str, Any], measured: str) -> str:
     """The SVG of ``bench`` (a results file's ``"bench"`` entry) for host ``stem``,
-    measured at ``measured`` (as the README writes the time)."""
+    measured at ``measured`` (as docs/results.md writes the time)."""
     results = bench["results"]
     panels = [
         (w, [(c, results[w][c]) for c in ordered(bench["config_order"], results[w])])

@@ -1,22 +1,22 @@
-"""Render the README's "What it costs" tables from the benchmark results files.
+"""Render the "What it costs" tables of docs/results.md from the benchmark results files.
 
     uv run python benchmarks/render.py [--host NAME]... [--check]
 
 Reads ``benchmarks/results/<host>.json`` (every host there, or only those named with
-``--host``) and rewrites the part of ``README.md`` between ``<!-- costs:begin -->`` and
-``<!-- costs:end -->``: per host, p50 and p95 of each workload in each configuration
+``--host``) and rewrites the part of ``docs/results.md`` between ``<!-- costs:begin -->``
+and ``<!-- costs:end -->``: per host, p50 and p95 of each workload in each configuration
 (key ``"run"``, from bench_run.py), the ratios and whether each target was met, the
 probe timings (key ``"probe"``, from bench_probe.py), and cvg against its peers (key
 ``"bench"``, from bench.py) when present; and the part between
 ``<!-- falsedenial:begin -->`` and ``<!-- falsedenial:end -->`` from the false-denial
 suite's keys (``"falsedenial"``, ``"falsedenial-<mode>"``). For each host with a
 ``"bench"`` key it also writes ``benchmarks/results/<host>-peers.svg`` beside the results
-file (peers_svg.py: a bar chart of the peers per workload), which the README shows, and
-removes a ``*-peers.svg`` there whose host has none (unless hosts are named). The output
-depends only on those files, with fixed float formatting, so it is the same on every
-machine.
+file (peers_svg.py: a bar chart of the peers per workload), which that page and the
+README show, and removes a ``*-peers.svg`` there whose host has none (unless hosts are
+named). The output depends only on those files, with fixed float formatting, so it is
+the same on every machine.
 
-With ``--check`` nothing is written: exit 1, showing the difference, if README.md or a
+With ``--check`` nothing is written: exit 1, showing the difference, if the page or a
 chart is not what would be rendered.
 """
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import peers_svg  # noqa: E402  (benchmarks/ is not a package)
 
-README = HERE.parent / "README.md"
+PAGE = HERE.parent / "docs" / "results.md"
 RESULTS = HERE / "results"
 BEGIN = "<!-- costs:begin -->"
 END = "<!-- costs:end -->"
@@ -67,12 +67,12 @@ NOTE = (
     "Measured by `benchmarks/bench_run.py`, `benchmarks/bench_probe.py` and "
     "`benchmarks/bench.py` (cvg against sandlock, bubblewrap and firejail) on a "
     "shared, noisy machine: the ratios, taken within interleaved rounds, mean more "
-    "than the absolute times. How to run them: [benchmarks/README.md](benchmarks/README.md)."
+    "than the absolute times. How to run them: [benchmarks/README.md](../benchmarks/README.md)."
 )
 
 
 class RenderError(Exception):
-    """The README or a results file is not as expected. One line for the user."""
+    """The page or a results file is not as expected. One line for the user."""
 
 
 def ms(value: float) -> str:
@@ -185,7 +185,7 @@ def render_probe(probe: dict[str, Any]) -> list[str]:
 
 
 def render_bench(bench: dict[str, Any], chart: str | None = None) -> list[str]:
-    """The peers' section; ``chart`` is the link to its SVG, relative to the README."""
+    """The peers' section; ``chart`` is the link to its SVG, relative to the page."""
     load = bench["loadavg_start"][0], bench["loadavg_end"][0]
     workloads = bench["workload_order"]
     lines = [
@@ -509,14 +509,14 @@ def render(hosts: list[tuple[str, dict[str, Any]]], charts: dict[str, str] | Non
     return "\n".join(lines) + "\n\n"
 
 
-def splice(readme: str, body: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
-    """``readme`` with everything between the marker lines replaced by ``body``."""
+def splice(page: str, body: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """``page`` with everything between the marker lines replaced by ``body``."""
     first, last = markers
-    begin = readme.find(first + "\n")
-    end = readme.find("\n" + last)
-    if begin < 0 or end < 0 or end < begin or readme.count(first) != 1 or readme.count(last) != 1:
-        raise RenderError(f"README.md needs one {first} line and one {last} line after it")
-    return readme[: begin + len(first) + 1] + body + readme[end + 1 :]
+    begin = page.find(first + "\n")
+    end = page.find("\n" + last)
+    if begin < 0 or end < 0 or end < begin or page.count(first) != 1 or page.count(last) != 1:
+        raise RenderError(f"needs one {first} line and one {last} line after it")
+    return page[: begin + len(first) + 1] + body + page[end + 1 :]
 
 
 def chart_path(results: Path, stem: str) -> Path:
@@ -531,14 +531,14 @@ def read(path: Path) -> str | None:
 
 
 def expected(
-    readme: Path = README, results: Path = RESULTS, hosts: list[str] | None = None
+    page: Path = PAGE, results: Path = RESULTS, hosts: list[str] | None = None
 ) -> dict[Path, str | None]:
     """Every file render writes, with what it would hold, in the order to write them:
-    the charts, then README.md, which links them, then (as None) the charts of hosts with
-    no peers' results, to be removed once the README no longer links them."""
-    current = read(readme)
+    the charts, then the page, which links them, then (as None) the charts of hosts with
+    no peers' results, to be removed once the page no longer links them."""
+    current = read(page)
     if current is None:
-        raise RenderError(f"no {readme}")
+        raise RenderError(f"no {page}")
     loaded = load_hosts(results, hosts)
     charts: dict[Path, str] = {}
     links = {}
@@ -551,24 +551,25 @@ def expected(
             charts[path] = peers_svg.chart(stem, bench, when(bench["measured_at"]))
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as e:
             raise RenderError(f"results 'bench' for {stem!r} cannot be charted ({e!r})")
-        # Relative to the README, as a reader of the README on disk or on a forge follows it.
-        link = os.path.relpath(path.resolve(), readme.resolve().parent)
+        # Relative to the page, as a reader of the page on disk or on a forge follows it.
+        link = os.path.relpath(path.resolve(), page.resolve().parent)
         links[stem] = Path(link).as_posix()
-    wanted = splice(current, render(loaded, links))
-    wanted = splice(wanted, render_falsedenials(loaded), (FD_BEGIN, FD_END))
-    files: dict[Path, str | None] = {**charts, readme: wanted}
+    try:
+        wanted = splice(current, render(loaded, links))
+        wanted = splice(wanted, render_falsedenials(loaded), (FD_BEGIN, FD_END))
+    except RenderError as e:
+        raise RenderError(f"{page}: {e}") from None
+    files: dict[Path, str | None] = {**charts, page: wanted}
     if hosts is None:
         files.update((p, None) for p in sorted(results.glob(f"*{CHART}")) if p not in charts)
     return files
 
 
-def check(
-    readme: Path = README, results: Path = RESULTS, hosts: list[str] | None = None
-) -> list[str]:
+def check(page: Path = PAGE, results: Path = RESULTS, hosts: list[str] | None = None) -> list[str]:
     """The unified diff from each file render writes to its rendering; empty when all
     are up to date."""
     diff: list[str] = []
-    for path, wanted in expected(readme, results, hosts).items():
+    for path, wanted in expected(page, results, hosts).items():
         current = read(path)
         if current == wanted:
             continue
@@ -600,24 +601,26 @@ def main(argv: list[str] | None = None) -> int:
         "--host", action="append", help="render only this host's results (repeatable)"
     )
     parser.add_argument(
-        "--check", action="store_true", help="exit 1 if README.md or a chart differs; write nothing"
+        "--check",
+        action="store_true",
+        help="exit 1 if docs/results.md or a chart differs; write nothing",
     )
-    parser.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
+    parser.add_argument("--page", type=Path, default=PAGE, help=argparse.SUPPRESS)
     parser.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         if args.check:
-            diff = check(args.readme, args.results, args.host)
+            diff = check(args.page, args.results, args.host)
             if diff:
                 sys.stderr.writelines(diff)
                 print(
-                    "render: README.md or a chart is out of date; "
+                    "render: docs/results.md or a chart is out of date; "
                     "run `uv run python benchmarks/render.py`",
                     file=sys.stderr,
                 )
                 return 1
             return 0
-        files = expected(args.readme, args.results, args.host)
+        files = expected(args.page, args.results, args.host)
     except RenderError as e:
         print(f"render: {e}", file=sys.stderr)
         return 2

@@ -1,9 +1,9 @@
-"""The README's "What it costs" tables, and the charts beside the results files, match
-benchmarks/results/*.json.
+"""The "What it costs" tables of docs/results.md, and the charts beside the results
+files, match benchmarks/results/*.json.
 
     uv run pytest benchmarks/test_readme_tables.py
 
-Fails when a benchmark result changed and README.md was not re-rendered (run
+Fails when a benchmark result changed and docs/results.md was not re-rendered (run
 ``uv run python benchmarks/render.py``), or when someone edited the generated part by hand.
 """
 
@@ -36,28 +36,30 @@ render = _load_render()
 def test_readme_tables_match_results() -> None:
     diff = render.check()
     assert not diff, (
-        "README.md's 'What it costs' section drifted from benchmarks/results/; "
+        "docs/results.md's 'What it costs' section drifted from benchmarks/results/; "
         "run `uv run python benchmarks/render.py`:\n" + "".join(diff)
     )
 
 
 def _copies(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the README and of the results directory (with the charts) under
-    ``tmp_path``, as they lie in the tree, so the README's links to the charts hold."""
-    results = tmp_path / render.RESULTS.relative_to(render.README.parent)
+    """A copy of the page and of the results directory (with the charts) under
+    ``tmp_path``, as they lie in the tree, so the page's links to the charts hold."""
+    root = render.HERE.parent
+    results = tmp_path / render.RESULTS.relative_to(root)
     results.mkdir(parents=True)
     for path in sorted(render.RESULTS.iterdir()):
         if path.suffix in (".json", ".svg"):
             (results / path.name).write_bytes(path.read_bytes())
-    readme = tmp_path / "README.md"
-    readme.write_text(render.README.read_text())
-    return readme, results
+    page = tmp_path / render.PAGE.relative_to(root)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render.PAGE.read_text())
+    return page, results
 
 
 def test_check_notices_drift(tmp_path: Path) -> None:
     """The check is not vacuous: a changed number makes it fail, re-rendering fixes it."""
-    readme, results = _copies(tmp_path)
-    assert render.check(readme, results) == []
+    page, results = _copies(tmp_path)
+    assert render.check(page, results) == []
 
     hosts = render.load_hosts(results, None)
     if not hosts:
@@ -66,10 +68,10 @@ def test_check_notices_drift(tmp_path: Path) -> None:
     section = data.get("run") or data["probe"]
     section["measured_at"] = "1999-01-01T00:00:00+00:00"
     (results / f"{stem}.json").write_text(json.dumps(data))
-    assert render.check(readme, results) != []
-    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
-    assert render.check(readme, results) == []
-    assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 0
+    assert render.check(page, results) != []
+    assert render.main(["--page", str(page), "--results", str(results)]) == 0
+    assert render.check(page, results) == []
+    assert render.main(["--check", "--page", str(page), "--results", str(results)]) == 0
 
 
 @pytest.mark.parametrize(
@@ -78,79 +80,79 @@ def test_check_notices_drift(tmp_path: Path) -> None:
 )
 def test_each_rendered_key_is_checked(tmp_path: Path, key: str) -> None:
     """A change under any rendered key (bench.py's peers, the false-denial suite, ...)
-    makes the check fail until the README is rendered again."""
-    readme, results = _copies(tmp_path)
+    makes the check fail until the page is rendered again."""
+    page, results = _copies(tmp_path)
     with_key = [(stem, data) for stem, data in render.load_hosts(results, None) if key in data]
     if not with_key:
         pytest.skip(f"no results file has {key!r}")
     stem, data = with_key[0]
     data[key]["measured_at"] = "1999-01-01T00:00:00+00:00"
     (results / f"{stem}.json").write_text(json.dumps(data))
-    assert render.check(readme, results) != []
-    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
-    assert render.check(readme, results) == []
-    assert "1999-01-01 00:00:00 UTC" in readme.read_text()
+    assert render.check(page, results) != []
+    assert render.main(["--page", str(page), "--results", str(results)]) == 0
+    assert render.check(page, results) == []
+    assert "1999-01-01 00:00:00 UTC" in page.read_text()
 
 
 def test_falsedenial_markers_are_required(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text("# cvg\n\n<!-- costs:begin -->\n<!-- costs:end -->\n")
+    page = tmp_path / "results.md"
+    page.write_text("# cvg\n\n<!-- costs:begin -->\n<!-- costs:end -->\n")
     with pytest.raises(render.RenderError, match="falsedenial"):
-        render.check(readme, render.RESULTS)
+        render.check(page, render.RESULTS)
 
 
 def test_markers_are_required(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text("# cvg\n\nno markers here\n")
+    page = tmp_path / "results.md"
+    page.write_text("# cvg\n\nno markers here\n")
     with pytest.raises(render.RenderError):
-        render.check(readme, render.RESULTS)
+        render.check(page, render.RESULTS)
 
 
 def _with_peers(tmp_path: Path) -> tuple[Path, Path, str]:
     """The copies of ``_copies`` and the name of a host with peers' results."""
-    readme, results = _copies(tmp_path)
+    page, results = _copies(tmp_path)
     stems = [stem for stem, data in render.load_hosts(results, None) if "bench" in data]
     if not stems:
         pytest.skip("no results file has 'bench'")
-    return readme, results, stems[0]
+    return page, results, stems[0]
 
 
 def test_render_writes_the_chart_the_readme_shows(tmp_path: Path) -> None:
     """Without its chart the check fails; rendering writes it, as peers_svg draws it,
-    where the README's image link points."""
-    readme, results, stem = _with_peers(tmp_path)
+    where the page's image link points."""
+    page, results, stem = _with_peers(tmp_path)
     chart = render.chart_path(results, stem)
     chart.unlink(missing_ok=True)
-    assert render.check(readme, results) != []
-    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert render.check(page, results) != []
+    assert render.main(["--page", str(page), "--results", str(results)]) == 0
     bench = json.loads((results / f"{stem}.json").read_text())["bench"]
     drawn = render.peers_svg.chart(stem, bench, render.when(bench["measured_at"]))
     assert chart.read_text(encoding="utf-8") == drawn
-    section = readme.read_text().split(render.BEGIN)[1].split(render.END)[0]
+    section = page.read_text().split(render.BEGIN)[1].split(render.END)[0]
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section)
-    assert chart.resolve() in [(readme.parent / link).resolve() for link in links]
-    assert render.check(readme, results) == []
+    assert chart.resolve() in [(page.parent / link).resolve() for link in links]
+    assert render.check(page, results) == []
 
 
 def test_check_notices_a_changed_chart(tmp_path: Path) -> None:
-    readme, results, stem = _with_peers(tmp_path)
+    page, results, stem = _with_peers(tmp_path)
     chart = render.chart_path(results, stem)
     chart.write_text(chart.read_text().replace("</svg>", "<!-- edited --></svg>"))
-    assert render.main(["--check", "--readme", str(readme), "--results", str(results)]) == 1
+    assert render.main(["--check", "--page", str(page), "--results", str(results)]) == 1
     assert "edited" in chart.read_text()  # --check writes nothing
-    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert render.main(["--page", str(page), "--results", str(results)]) == 0
     assert "edited" not in chart.read_text()
     assert not [p.name for p in results.iterdir() if p.name.startswith(".")]
 
 
 def test_a_chart_without_results_is_removed(tmp_path: Path) -> None:
-    readme, results = _copies(tmp_path)
+    page, results = _copies(tmp_path)
     ghost = render.chart_path(results, "gone")
     ghost.write_text("<svg/>")
-    assert render.check(readme, results) != []
-    assert render.main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert render.check(page, results) != []
+    assert render.main(["--page", str(page), "--results", str(results)]) == 0
     assert not ghost.exists()
-    assert render.check(readme, results) == []
+    assert render.check(page, results) == []
 
 
 def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
@@ -197,9 +199,9 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
 
 
 def test_met_is_decided_from_value_and_limit(tmp_path: Path) -> None:
-    """A recorded "met" flag is not what the README shows: flipping every flag renders
-    the same README, and a value moved past its limit turns "yes" into "no"."""
-    readme, results = _copies(tmp_path)
+    """A recorded "met" flag is not what the page shows: flipping every flag renders
+    the same page, and a value moved past its limit turns "yes" into "no"."""
+    page, results = _copies(tmp_path)
     hosts = render.load_hosts(results, None)
     with_run = [(stem, data) for stem, data in hosts if "targets" in data.get("run", {})]
     if not with_run:
@@ -210,7 +212,7 @@ def test_met_is_decided_from_value_and_limit(tmp_path: Path) -> None:
             if isinstance(target.get("met"), bool):
                 target["met"] = not target["met"]
     (results / f"{stem}.json").write_text(json.dumps(data))
-    assert render.check(readme, results) == []
+    assert render.check(page, results) == []
 
     cold = data["run"]["targets"]["cold_true_at_most_2x_python"]
     cold["value"] = cold["limit"] / 2

@@ -149,7 +149,7 @@ def _judge_procs(at: Attempt) -> tuple[bool, str]:
 
 
 def _judge_rss(at: Attempt) -> tuple[bool, str]:
-    # The tree's memory total is enforced by a sampling supervisor (README:
+    # The tree's memory total is enforced by a sampling supervisor (docs/limits.md:
     # "Tree-wide limits are sampled"), so a burst may pass the limit for a scan
     # or two and while the killed processes give their pages back. What counts is
     # memory held above the limit for longer than that: a tool that keeps it holds

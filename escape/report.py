@@ -1,4 +1,4 @@
-"""results.json -> escape/results/README.md and the top README's Results section.
+"""results.json -> escape/results/README.md and the Results section of docs/results.md.
 
 Everything here is a pure function of results.json, so escape/test_report.py can
 check that neither Markdown file drifts from it.
@@ -17,7 +17,7 @@ from cvg_testing import stats
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TOP_README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "results.md"
 BEGIN = "<!-- escape:begin -->"
 END = "<!-- escape:end -->"
 # refused: cvg-run exited 125 before the tool started; timed-out: the runner ended
@@ -140,9 +140,9 @@ def results_readme(data: dict) -> str:
         "not-proven with the reason. Cells are `IDENTITY/abiN`; `-sim` marks an ABI "
         "simulated with `CVG_LANDLOCK_ABI_MAX` on this newer kernel (a simulation: the kernel "
         "underneath is still the real one). `documented-limit` means the oracle fired only "
-        'through a documented limit: docs/design.md ("What is enforced, and what is not") or the '
-        'README ("What cvg does not enforce"), which also lists abstract unix sockets below '
-        "ABI 6 with `unix: true` and extended attributes."
+        'through a documented limit: docs/design.md ("What is enforced, and what is not") or '
+        'docs/limits.md ("What cvg does not enforce"), which also lists abstract unix sockets '
+        "below ABI 6 with `unix: true` and extended attributes."
         + (
             " Cells named `IDENTITY/linux-X.Y` ran on that real kernel, booted in a qemu "
             "virtual machine by tools/kernel-run (docs/kernels.md), at its own native ABI: "
@@ -233,8 +233,8 @@ def top_section(data: dict) -> str:
         "",
         "## Results",
         "",
-        f"The escape matrix ([escape/](escape/), details in "
-        f"[escape/results/README.md](escape/results/README.md)): {len(data['attacks'])} "
+        f"The escape matrix ([escape/](../escape/), details in "
+        f"[escape/results/README.md](../escape/results/README.md)): {len(data['attacks'])} "
         "attacks, each run as root and as an unprivileged user through the real `cvg-run`, "
         "and judged only by external oracles (canaries, loopback sinks, sentinel processes, "
         "the process table, measured resources) after first being proven against the same "
@@ -260,7 +260,7 @@ def top_section(data: dict) -> str:
     if limits:
         lines.append(
             "Documented limits reached: " + ", ".join(f"`{n}`" for n in limits) + " (see "
-            'docs/design.md, "What is enforced, and what is not", and the README, '
+            'docs/design.md, "What is enforced, and what is not", and docs/limits.md, '
             '"What cvg does not enforce").'
         )
     lines.append(
@@ -271,7 +271,7 @@ def top_section(data: dict) -> str:
     return "\n".join(lines)
 
 
-def splice_readme(text: str, section: str) -> str:
+def splice_page(text: str, section: str) -> str:
     if BEGIN in text:
         pre, rest = text.split(BEGIN, 1)
         _, post = rest.split(END, 1)
@@ -288,10 +288,10 @@ def write_all(data: dict, out_dir: Path) -> None:
     rel = os.path.relpath(HERE / "policies", Path(out_dir).resolve())
     (out_dir / "README.md").write_text(text.replace("](../policies/)", f"]({rel}/)"))
     if Path(out_dir).resolve() == (HERE / "results").resolve():
-        TOP_README.write_text(splice_readme(TOP_README.read_text(), top_section(data)))
+        PAGE.write_text(splice_page(PAGE.read_text(), top_section(data)))
 
 
 if __name__ == "__main__":
     d = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "results"
     write_all(json.loads((d / "results.json").read_text()), d)
-    print(f"wrote {os.path.relpath(d / 'README.md')} and the README section")
+    print(f"wrote {os.path.relpath(d / 'README.md')} and the section of {os.path.relpath(PAGE)}")

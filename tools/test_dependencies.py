@@ -194,11 +194,12 @@ def test_the_check_sees_a_private_import() -> None:
     assert violations("from cvg_kernel import __version__\n", "cvg_run") == []
 
 
-def test_the_readme_draws_the_dependency_graph_as_declared() -> None:
-    """README's Layout table: each distribution's workspace dependencies, as declared."""
-    readme = (PACKAGES.parent / "README.md").read_text()
+def test_the_layout_table_draws_the_dependency_graph_as_declared() -> None:
+    """docs/development.md's Layout table: each distribution's workspace dependencies,
+    as declared."""
+    layout = (PACKAGES.parent / "docs" / "development.md").read_text()
     rows = {}
-    for line in readme.splitlines():
+    for line in layout.splitlines():
         m = re.fullmatch(r"\| `(cvg(?:-[a-z]+)?)` \| ([^|]*) \| [^|]* \|", line)
         if m:
             rows[m[1]] = set(re.findall(r"`(cvg-[a-z]+)`", m[2]))
@@ -210,4 +211,6 @@ def test_the_readme_draws_the_dependency_graph_as_declared() -> None:
             for r in meta(dist)["project"].get("dependencies", [])
             if requirement_name(r).startswith("cvg-")
         }
-        assert rows.get(dist) == declared, f"README's Layout row for {dist}: {rows.get(dist)}"
+        assert rows.get(dist) == declared, (
+            f"docs/development.md's Layout row for {dist}: {rows.get(dist)}"
+        )

@@ -83,7 +83,7 @@ def test_console_script_wall_clock_and_record(box: Box) -> None:
     assert rec.exit.meaning == "wall_clock"
 
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+COMMANDS_DOC = Path(__file__).resolve().parents[3] / "docs" / "commands.md"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,9 @@ def test_every_usage_error_is_a_documented_2(box: Box, argv: list[str]) -> None:
     help_text = run_cli(["--help"], box=box).stdout.decode()
     statuses = help_text[help_text.index("exit status:") :]
     assert re.search(r"^  2 +usage error", statuses, re.MULTILINE), statuses
-    row = next(x for x in README.read_text().splitlines() if x.startswith("| `cvg-run` | runs"))
+    row = next(
+        x for x in COMMANDS_DOC.read_text().splitlines() if x.startswith("| `cvg-run` | runs")
+    )
     assert "; 2 usage |" in row, row
 
 
