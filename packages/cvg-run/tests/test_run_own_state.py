@@ -282,3 +282,27 @@ def test_a_record_path_that_is_a_directory_is_refused_before_the_run(
                    box=box, user=identity)  # fmt: skip
     assert ran.rc == 2 and not marker.exists()
     assert ran.err == f"cvg-run: --record {target}: not a regular file\n"
+
+
+def test_a_records_directory_a_tool_made_read_only_is_reset(identity: Identity, box: Box) -> None:
+    """A file's mode is outside Landlock: a confined tool can chmod cvg's run records
+    directory to 0500. Proven first: a user then cannot make a file in it (root can: the
+    attack is proven only as the unprivileged user). The next cvg-run gives it back
+    mode 0700 and writes its record; the tool's own run could not hide its record either."""
+    assert run_main(["--", "true"], box=box, user=identity).rc == 0
+    runs = box.runs
+    assert runs.is_dir() and len(box.records()) == 1
+    probe = ["sh", "-c", f"chmod 500 {runs} && touch {runs}/x; echo $?; chmod 700 {runs}"]
+    blocked = _bare(identity, box, probe).strip() != "0"
+    assert blocked == (identity is not None), "the attack must be proven as the user"
+
+    ran = run_main(["--", "chmod", "500", str(runs)], box=box, user=identity)
+    assert runs.stat().st_mode & 0o777 == 0o500  # the oracle: the confined tool did it
+    if identity is not None:  # its own record could not be linked: not the tool's 0
+        assert ran.rc == 123 and "the tool's status was 0" in ran.err, ran.err
+    later = run_main(["--", "sh", "-c", "exit 7"], box=box, user=identity)
+    assert later.rc == 7, later.err
+    assert f"{runs}: mode 500 reset to 700 (a tool may have changed it)" in later.err
+    assert runs.stat().st_mode & 0o777 == 0o700
+    statuses = [load_record(p)[0]["exit"]["status"] for p in box.records()]
+    assert 7 in statuses

@@ -420,6 +420,8 @@ def _confined(
         try:
             if args.trace:
                 tracer = _tracer(plan, late, prepared, args.verbose, guards)
+            for line in record.repair_modes(record_path):
+                _say(line)
             try:
                 reserved = record.Reserved(record_path)
             except (OSError, record.Refused):

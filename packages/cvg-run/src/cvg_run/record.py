@@ -53,6 +53,41 @@ def state_dir() -> str:
     return os.path.join(seal.own_dirs()[2], "runs")
 
 
+def repair_modes(record_path: str) -> list[str]:
+    """Give cvg's state directory and its run records' directory back mode 0700 when
+    one is this user's and its owner lacks a right or others may write it. A tool
+    cannot write them (every policy denies cvg's state) but may chmod them (Landlock
+    does not cover a file's mode), and a records directory left 0500 would hide every
+    later run's record. Only on the default record path; one line per repair."""
+    runs = state_dir()
+    if os.path.dirname(os.path.abspath(record_path)) != runs:
+        return []
+    said = []
+    for directory in (os.path.dirname(runs), runs):
+        try:
+            # O_PATH needs no permission on the directory itself, and a descriptor
+            # cannot be swapped for a link between the look and the change.
+            fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # missing (made later, 0700) or not a directory (refused later)
+        try:
+            st = os.fstat(fd)
+            mode = st.st_mode & 0o7777
+            # Only what blocks cvg (owner lacks a right) or lets others write: a 0755
+            # directory made by an older cvg is no sign of a tool.
+            if st.st_uid != os.geteuid() or (mode & 0o700 == 0o700 and not mode & 0o022):
+                continue
+            try:
+                os.chmod(f"/proc/self/fd/{fd}", 0o700)
+            except OSError as e:
+                said.append(f"{directory}: mode {mode:o}, cannot reset it: {e.strerror}")
+                continue
+            said.append(f"{directory}: mode {mode:o} reset to 700 (a tool may have changed it)")
+        finally:
+            os.close(fd)
+    return said
+
+
 def _when(t: float) -> str:
     # RFC 3339 in UTC without importing datetime (cold-start cost).
     whole = int(t)
@@ -123,7 +158,7 @@ def write_atomic(
     the fsync, for a cache that is rebuilt if a crash loses it."""
     target = os.fspath(path)
     parent, name = os.path.split(os.path.abspath(target))
-    os.makedirs(parent, exist_ok=True)
+    os.makedirs(parent, mode=0o700, exist_ok=True)
     tmp = os.path.join(parent, f".{name}.{os.urandom(6).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
@@ -154,7 +189,7 @@ class Reserved:
     def __init__(self, path: str | os.PathLike[str], mode: int = 0o600) -> None:
         self.target = os.path.abspath(os.fspath(path))
         self.parent, self.name = os.path.split(self.target)
-        os.makedirs(self.parent, exist_ok=True)
+        os.makedirs(self.parent, mode=0o700, exist_ok=True)
         self.fd = -1
         self.tmp: str | None = None
         self.dir_fd = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
