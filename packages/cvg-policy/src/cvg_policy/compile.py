@@ -25,6 +25,7 @@ from cvg_schema.plan import ABI_OF_FS_RIGHT
 
 from .errors import Finding, PolicyError
 from .expand import DEFAULT_MAX_RULES, Deny, FsView, Grant, OsView, apply_denies, inside
+from .implied import implied_denies
 from .own_state import own_state_denies
 from .variables import LATE_BOUND, expand, late_bound_in
 
@@ -119,6 +120,9 @@ class Compiled:
     missing: dict[str, str] = field(default_factory=dict)
     # Per filesystem.deny address: the grant addresses it narrowed or removed.
     deny_effect: dict[str, list[str]] = field(default_factory=dict)
+    # The table patterns looked at for implied denies, with what each matched: a plan
+    # holds while they match the same (cvg-run's cache compares them).
+    watched: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _expand(value: str, variables: Mapping[str, str], address: str) -> str:
@@ -357,6 +361,7 @@ def compile_report(
         "variables": sorted(used),
         "degraded": [d.model_dump() for d in degraded],
         "expansions": [e.model_dump() for e in fs.expansions],
+        "implied": fs.implied,
         "source": source,
     }
     if unix_section is not None:
@@ -372,6 +377,7 @@ class _Fs:
     grants: list[Grant]
     expansions: list[Any]
     unix_grants: list[str]
+    implied: list[dict[str, str]]
 
 
 def _filesystem(
@@ -385,6 +391,16 @@ def _filesystem(
     """Grants, denies narrowed into them, and the rules the target ABI can hold."""
     grants = _fs_grants(policy, variables, view, out)
     denies = _denies(policy, variables, view) + own_state_denies(grants, view)
+    named = {
+        name: [p for a, p in out.paths.items() if a.startswith(f"filesystem.{name}[")]
+        for name in _LISTS
+    }
+    implied = implied_denies(
+        grants, named, view, cwd=variables.get("CWD"), home=variables.get("HOME"),
+        env=os.environ, explicit=denies,
+    )  # fmt: skip
+    out.watched = implied.watched
+    denies += implied.denies
     result = apply_denies(grants, denies, view=view, max_rules=max_rules)
     out.findings.extend(result.findings)
     out.deny_effect = result.effect
@@ -402,7 +418,12 @@ def _filesystem(
     # network.unix: true reaches the sockets beneath the grants that carry resolve_unix,
     # narrowed around denies as Landlock's rules are (the supervisor's list below ABI 9).
     unix = sorted({g.path for g in result.grants if _RESOLVE_UNIX in g.access})
-    return _Fs(handled_fs, fs_rules, grants, list(result.expansions), unix)
+    cited = [
+        {"path": d.path, "mode": d.mode, "rule": rule, "entry": entry, "reason": why}
+        for d in implied.denies
+        for rule, entry, why in [implied.cited[d.path]]
+    ]
+    return _Fs(handled_fs, fs_rules, grants, list(result.expansions), unix, cited)
 
 
 @dataclass
