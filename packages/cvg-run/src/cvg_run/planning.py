@@ -254,13 +254,30 @@ def _existing(pattern: str) -> list[str]:
     parent, name = os.path.split(pattern)
     if not any(c in name for c in "*?["):
         return [pattern] if os.path.lexists(pattern) else []
-    import fnmatch
-
     try:
         names = os.listdir(parent)
     except OSError:
         return []
-    return sorted(os.path.join(parent, n) for n in names if fnmatch.fnmatchcase(n, name))
+    return sorted(os.path.join(parent, n) for n in names if _glob_match(n, name))
+
+
+def _glob_match(name: str, pattern: str) -> bool:
+    """fnmatchcase for the table's patterns, which use only ``*``: fnmatch imports re,
+    functools and enum, which a cached run does not otherwise load."""
+    if "?" in pattern or "[" in pattern:
+        import fnmatch
+
+        return fnmatch.fnmatchcase(name, pattern)
+    first, *middle, last = pattern.split("*")
+    if len(name) < len(first) + len(last) or not name.startswith(first) or not name.endswith(last):
+        return False
+    at, end = len(first), len(name) - len(last)
+    for part in middle:
+        found = name.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
 
 
 def _read_entry(path: str) -> dict[str, Any] | None:
