@@ -80,6 +80,32 @@ def test_a_directory_holding_a_secret_is_high(
     assert e.risk is not None and e.risk.level == "medium", e.risk
 
 
+def test_a_home_not_on_this_machine_is_still_high(
+    make_record: MakeRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "ghost"  # a record from another machine: the home is not here
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "work").mkdir()
+    e = _explained(make_record, tmp_path, _fs(str(home), "read_dir"), cwd=str(tmp_path / "work"))
+    assert e.risk is not None and e.risk.level == "high", e.risk
+    assert "whole home" in e.risk.text
+
+
+def test_a_directory_other_than_the_workspace_holding_a_secret_is_high(
+    make_record: MakeRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other, work = tmp_path / "other", tmp_path / "work"
+    for d in (other / "sub", work):
+        d.mkdir(parents=True)
+    (other / ".env.production").write_text("TOKEN=x\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    e = _explained(make_record, tmp_path, _fs(str(other), "read_dir"), cwd=str(work))
+    assert e.risk is not None and e.risk.level == "high", e.risk
+    assert "holds secrets" in e.risk.text and ".env.production" in e.risk.text
+    e = _explained(make_record, tmp_path, _fs(str(other / "sub"), "read_dir"), cwd=str(work))
+    assert e.risk is not None and e.risk.level == "medium", e.risk
+
+
 def _setup(tmp_path: Path, *denials: dict[str, Any]) -> tuple[Path, Path]:
     p = tmp_path / "p.yaml"
     p.write_text(POLICY)

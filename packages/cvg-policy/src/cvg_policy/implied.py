@@ -26,12 +26,12 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .expand import Deny, FsView, Grant
+from .expand import Deny, FsView, Grant, OsView
 from .paths import inside
 from .protected import protected_paths
 from .secrets import SECRET_TABLE, passwd_home
 
-__all__ = ["Implied", "implied_denies", "matches"]
+__all__ = ["Implied", "implied_denies", "matches", "secrets_beneath"]
 
 
 @dataclass
@@ -93,6 +93,25 @@ def matches(pattern: str, view: FsView) -> list[str]:
     return sorted(posixpath.join(parent, n) for n in names if fnmatch.fnmatchcase(n, name))
 
 
+def _homes(home: str | None, view: FsView) -> list[str]:
+    homes = [view.realpath(h) for h in dict.fromkeys((home, passwd_home())) if h]
+    return [h for h in homes if h != "/" and os.path.isabs(h)]
+
+
+def secrets_beneath(
+    tree: str, cwd: str | None, home: str | None, view: FsView | None = None
+) -> list[tuple[str, str]]:
+    """The secrets that exist strictly beneath the directory ``tree``, as (path, table
+    entry): the ones a grant on ``tree`` keeps out unless it names them."""
+    view = OsView() if view is None else view
+    real_cwd = view.realpath(cwd) if cwd else None
+    out: dict[str, str] = {}
+    for pattern, entry, _ in _secret_candidates(tree, real_cwd, _homes(home, view)):
+        for path in matches(pattern, view):
+            out.setdefault(path, entry)
+    return list(out.items())
+
+
 def implied_denies(
     grants: Sequence[Grant],
     named: Mapping[str, Sequence[str]],
@@ -109,8 +128,7 @@ def implied_denies(
     each list (before narrowing); ``explicit`` are the policy's own denies, which an
     implied one never repeats."""
     found = Implied()
-    homes = [view.realpath(h) for h in dict.fromkeys((home, passwd_home())) if h]
-    homes = [h for h in homes if h != "/" and os.path.isabs(h)]
+    homes = _homes(home, view)
     real_cwd = view.realpath(cwd) if cwd else None
     any_named = {p for paths in named.values() for p in paths}
     writes = set(named.get("write", ()))
