@@ -25,7 +25,7 @@ from cvg_schema.plan import ABI_OF_FS_RIGHT
 
 from .errors import Finding, PolicyError
 from .expand import DEFAULT_MAX_RULES, Deny, FsView, Grant, OsView, apply_denies, inside
-from .implied import implied_denies
+from .implied import Implied, implied_denies
 from .own_state import own_state_denies
 from .variables import LATE_BOUND, expand, late_bound_in
 
@@ -288,6 +288,7 @@ def compile_report(
     max_rules: int = DEFAULT_MAX_RULES,
     view: FsView | None = None,
     accept_risk: bool = False,
+    implied: bool = True,
 ) -> Compiled:
     """Compile ``policy`` and keep what compilation noticed (see :class:`Compiled`).
 
@@ -296,6 +297,9 @@ def compile_report(
     In allowlist mode the plan's allow list is ``syscalls.allow`` plus what the launcher
     calls before exec (``cvg_kernel.seccomp.LAUNCHER_ALLOW``); a listed call of the default
     deny list stays denied unless ``accept_risk``.
+    With ``implied`` (the default) the secrets and protected paths beneath the grants
+    are kept out unless named (:mod:`cvg_policy.implied`); the learning sandbox, which
+    denies the secrets itself and lets the tool write what it would, passes False.
     Raises PolicyError naming the rule for anything that cannot be compiled.
     """
     view = OsView() if view is None else view
@@ -307,7 +311,7 @@ def compile_report(
     out = Compiled(plan=Plan.model_validate({"kind": "cvg.plan"}), abi=target)
     degraded: list[Degradation] = []
 
-    fs = _filesystem(policy, variables, view, out, target, max_rules)
+    fs = _filesystem(policy, variables, view, out, target, max_rules, implied)
     net = _network(policy, target, degraded)
     scoped = _scopes(policy, target, degraded)
     _filesystem_degradations(policy, target, out, fs.grants, degraded)
@@ -387,6 +391,7 @@ def _filesystem(
     out: Compiled,
     target: int,
     max_rules: int,
+    with_implied: bool,
 ) -> _Fs:
     """Grants, denies narrowed into them, and the rules the target ABI can hold."""
     grants = _fs_grants(policy, variables, view, out)
@@ -395,10 +400,12 @@ def _filesystem(
         name: [p for a, p in out.paths.items() if a.startswith(f"filesystem.{name}[")]
         for name in _LISTS
     }
-    implied = implied_denies(
-        grants, named, view, cwd=variables.get("CWD"), home=variables.get("HOME"),
-        env=os.environ, explicit=denies,
-    )  # fmt: skip
+    implied = Implied()
+    if with_implied:
+        implied = implied_denies(
+            grants, named, view, cwd=variables.get("CWD"), home=variables.get("HOME"),
+            env=os.environ, explicit=denies,
+        )  # fmt: skip
     out.watched = implied.watched
     denies += implied.denies
     result = apply_denies(grants, denies, view=view, max_rules=max_rules)
