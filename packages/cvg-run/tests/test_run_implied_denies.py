@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from runhelp import PY, Box, make_policy, run_main
+from runhelp import PY, Box, make_policy, only_record, run_main
 
 from cvg_testing import needs_abi
 
@@ -170,3 +170,23 @@ def test_a_secret_made_after_the_plan_was_cached_is_denied(box: Box, identity: I
         user=user.pw_uid if user else None, group=user.pw_gid if user else None, timeout=60,
     )  # fmt: skip
     assert ran.stdout.strip() == KEY
+
+
+def test_a_traced_run_with_an_implied_deny_names_the_refused_file(
+    box: Box, identity: Identity
+) -> None:
+    # The implied deny of ~/.ssh makes the supervisor serve every path call; the file
+    # outside every grant is still refused by Landlock, and the trace must say so.
+    outside = box.share / "outside.txt"
+    outside.write_text(KEY)
+    outside.chmod(0o666)
+    make_world(box)
+    policy = make_policy(box.share, filesystem={"read": ["${HOME}", *SYSTEM],
+                                                 "write": ["${SCRATCH}", "/dev/null"]})  # fmt: skip
+    argv = ["--trace", "-p", str(policy), "--", PY, "-c", f"open({str(outside)!r}).read()"]
+    ran = run_main(argv, box=box, user=identity)
+    assert ran.rc != 0 and "PermissionError" in ran.err, ran.err
+    data, _ = only_record(box)
+    assert data["plan"]["implied"], data["plan"]
+    mine = [d for d in data["denials"] if d.get("path") == str(outside)]
+    assert mine and mine[0]["mechanism"] == "landlock_fs", data["denials"]
