@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from runhelp import PY, Box, make_policy, only_record, run_main
+from runhelp import PY, STEPS, Box, make_policy, only_record, run_main
 
 from cvg_testing import needs_abi
 
@@ -28,18 +28,10 @@ ENV = "canary-7f2a-env"
 GIT = "[core]\n\tbare = false\n"
 SYSTEM = ["/usr", "/etc", "/lib", "/lib64", "/bin"]
 
-TOOL = r"""
-import errno, json, os, sys
+TOOL = (
+    STEPS
+    + r"""
 home, repo = sys.argv[1], sys.argv[2]
-out = {}
-def step(name, fn):
-    try:
-        out[name] = fn()
-    except OSError as e:
-        out[name] = errno.errorcode.get(e.errno, str(e.errno))
-def read(p):
-    with open(p) as f:
-        return f.read()
 def append(p, text):
     with open(p, "a") as f:
         f.write(text)
@@ -59,6 +51,7 @@ step("create in repo", lambda: append(R("new.txt"), "new\n"))
 step("edit in repo", lambda: append(R("a.txt"), "edited\n"))
 print(json.dumps(out), flush=True)
 """
+)
 
 
 def make_world(box: Box) -> tuple[Path, Path]:
