@@ -51,7 +51,7 @@ def _secret_candidates(
     """(pattern, table entry, what it holds) for every secret row that can lie beneath
     ``tree``: home rows beneath each home, workspace rows in the working directory,
     in ``tree`` itself and in each home, system rows as written."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     workspaces = list(dict.fromkeys(b for b in (cwd, tree, *homes) if b))
     for _, where, name, what in SECRET_TABLE:
         if where == "home":
@@ -69,7 +69,7 @@ def _protected_candidates(
     tree: str, cwd: str | None, home: str | None, env: Mapping[str, str] | None
 ) -> list[tuple[str, str, str]]:
     """(path, table entry, why) for every protected entry that can lie beneath ``tree``."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     for i, base in enumerate(dict.fromkeys(b for b in (cwd, tree) if b)):
         for path, entry in protected_paths(base, home, env):
             # The home's entries once; the workspace's for each base.
