@@ -28,6 +28,13 @@ One list, in `cvg_policy.secrets`, says what a secret is. It is read by:
   is denied (`filesystem.deny`), so the tool cannot read it while it is watched;
 - `cvg-run`'s embedded default policy: each secret the caller could read beneath the
   policy's reads is carved out;
+- the compiler, for every policy (`cvg_policy.implied`): each secret that exists beneath
+  a read, write or execute grant and that the caller could read is denied unless a grant
+  names that secret's own path exactly (`read: ["${HOME}", "${HOME}/.ssh"]`). A
+  `./` row is looked for in the working directory, in the granted directory itself and
+  in the home; a glob (`.env.*`, `ssh_host_*_key`) matches what exists when compiling,
+  and cvg-run compiles again when that changes. The plan lists each one in `implied`
+  with the grant and the row it cites; `cvg-validate --explain` shows them;
 - `cvg-generate` and `cvg-import`: a path on the list is never granted, whatever the
   tool did with it.
 

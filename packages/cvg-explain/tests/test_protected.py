@@ -65,18 +65,33 @@ def test_reading_the_whole_home_is_high(
     assert "whole home" in e.risk.text
 
 
-def test_a_directory_holding_a_secret_is_high(
+def test_a_home_not_on_this_machine_is_still_high(
     make_record: MakeRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    work = tmp_path / "work"
-    (work / "sub").mkdir(parents=True)
-    (work / ".env").write_text("TOKEN=x\n")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    e = _explained(make_record, tmp_path, _fs(str(work), "read_dir"), cwd=str(work))
+    home = tmp_path / "ghost"  # a record from another machine: the home is not here
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "work").mkdir()
+    e = _explained(make_record, tmp_path, _fs(str(home), "read_dir"), cwd=str(tmp_path / "work"))
     assert e.risk is not None and e.risk.level == "high", e.risk
-    assert "holds secrets" in e.risk.text and ".env" in e.risk.text
+    assert "whole home" in e.risk.text
+
+
+@pytest.mark.parametrize(
+    ("where", "name"), [("work", ".env"), ("other", ".env.production")], ids=["cwd", "elsewhere"]
+)
+def test_a_directory_holding_a_secret_is_high(
+    make_record: MakeRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, name: str
+) -> None:
+    work, there = tmp_path / "work", tmp_path / where
+    for d in (work, there / "sub"):
+        d.mkdir(parents=True, exist_ok=True)
+    (there / name).write_text("TOKEN=x\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    e = _explained(make_record, tmp_path, _fs(str(there), "read_dir"), cwd=str(work))
+    assert e.risk is not None and e.risk.level == "high", e.risk
+    assert "holds secrets" in e.risk.text and name in e.risk.text
     # The same grant on a directory holding none stays medium.
-    e = _explained(make_record, tmp_path, _fs(str(work / "sub"), "read_dir"), cwd=str(work))
+    e = _explained(make_record, tmp_path, _fs(str(there / "sub"), "read_dir"), cwd=str(work))
     assert e.risk is not None and e.risk.level == "medium", e.risk
 
 

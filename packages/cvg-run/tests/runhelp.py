@@ -58,6 +58,21 @@ CVG_RUN = Path(sys.executable).parent / "cvg-run"
 ABI_ENV = "CVG_LANDLOCK_ABI_MAX"
 PY = "/usr/bin/python3"  # the tool's python: readable by every user, unlike pytest's
 
+# The start of a tool script that tries steps and prints what came of each as one JSON
+# line at the end (``print(json.dumps(out))``): a value, or an errno name.
+STEPS = r"""
+import errno, json, os, sys
+out = {}
+def step(name, fn):
+    try:
+        out[name] = fn()
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+def read(p):
+    with open(p) as f:
+        return f.read()
+"""
+
 
 # --- identities ---------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runhelp import PY, Box, make_policy, run_main
+from runhelp import PY, STEPS, Box, make_policy, run_main
 
 from cvg_testing import needs_abi
 
@@ -32,18 +32,10 @@ PLANTED = "planted-by-tool"
 
 # Each step prints one JSON line: its name and what came of it (a value or an errno
 # name). Every step is tried whatever the ones before it did.
-TOOL = r"""
-import ctypes, errno, json, os, sys
+TOOL = (
+    STEPS
+    + r"""
 proj = sys.argv[1]
-out = {}
-def step(name, fn):
-    try:
-        out[name] = fn()
-    except OSError as e:
-        out[name] = errno.errorcode.get(e.errno, str(e.errno))
-def read(p):
-    with open(p) as f:
-        return f.read()
 def write(p, text, mode="w"):
     with open(p, mode) as f:
         f.write(text)
@@ -95,6 +87,7 @@ step("append .env", lambda: write(P(".env"), "x", "a"))
 step("truncate .env", lambda: os.truncate(P(".env"), 0) or "OK")
 print(json.dumps(out), flush=True)
 """
+)
 
 
 def make_proj(where: Path) -> Path:

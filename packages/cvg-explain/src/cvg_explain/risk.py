@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from cvg_kernel.seccomp import DENY_REASONS
+from cvg_policy.implied import secrets_beneath
 from cvg_policy.protected import protected_beneath, protected_reason
-from cvg_policy.secrets import secret_paths, secret_reason
+from cvg_policy.secrets import secret_reason
 
 from .change import Change, Context
 
@@ -179,6 +180,14 @@ def _fs_risk(field: str, written: str, path: str, ctx: Context) -> RiskNote:
             f"write plus execute together: {written} is also writable, so the tool could "
             "run code it wrote",
         )
+    if home and _inside(posixpath.normpath(home), path):
+        # Before looking at the disk: a home that is not here (a record from another
+        # machine) is still a home.
+        return RiskNote(
+            "high",
+            f"grants {verb} everything beneath {written}, which covers the whole home "
+            f"{home} (its secrets, keys and startup files)",
+        )
     if _is_dir(path):
         covered = _covers(field, path, ctx, home)
         if covered is not None:
@@ -188,12 +197,12 @@ def _fs_risk(field: str, written: str, path: str, ctx: Context) -> RiskNote:
 
 
 def _covers(field: str, path: str, ctx: Context, home: str | None) -> str | None:
-    """What makes a grant on the directory ``path`` high risk beyond its own name: the
-    whole home, a secret that exists beneath it, or (for a write) a protected path."""
-    if home and _inside(posixpath.normpath(home), path):
-        return f"which covers the whole home {home} (its secrets, keys and startup files)"
+    """What makes a grant on the directory ``path`` high risk beyond its own name: a
+    secret that exists beneath it (which the compiled plan keeps out unless the policy
+    names it, but a grant meant to reach it is still a grant of a secret), or (for a
+    write) a protected path."""
     cwd = ctx.variables.get("CWD")
-    secrets = [s for s in secret_paths(cwd or path, home) if _inside(s, path)]
+    secrets = [s for s, _ in secrets_beneath(path, cwd, home)]
     if secrets:
         shown = ", ".join(secrets[:3]) + (", ..." if len(secrets) > 3 else "")
         return f"which holds secrets ({shown})"

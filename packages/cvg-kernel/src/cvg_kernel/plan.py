@@ -45,7 +45,7 @@ _TOP_KEYS = frozenset(
     {
         "kind", "schema_version", "arch", "landlock", "seccomp", "rlimits", "processes",
         "capabilities", "environment", "variables", "degraded", "source",
-        "wall_clock_seconds", "expansions", "unix",
+        "wall_clock_seconds", "expansions", "unix", "implied",
     }
 )  # fmt: skip
 _LANDLOCK_KEYS = frozenset(

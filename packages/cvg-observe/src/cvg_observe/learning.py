@@ -172,7 +172,11 @@ def _compile(policy: dict[str, Any], variables: dict[str, str], view: FsView) ->
     from cvg_policy.compile import WRITE_RIGHTS, compile_report
     from cvg_schema import Policy
 
-    compiled = compile_report(Policy.model_validate(policy), variables=variables, view=view)
+    # The secrets are denied above by name; protected paths stay writable while learning
+    # (the generator never grants them), so nothing is implied.
+    compiled = compile_report(
+        Policy.model_validate(policy), variables=variables, view=view, implied=False
+    )
     plan = compiled.plan.model_dump(mode="json", by_alias=True)
     landlock = plan["landlock"]
     landlock["handled_net"] = []

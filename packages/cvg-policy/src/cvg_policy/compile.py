@@ -25,6 +25,7 @@ from cvg_schema.plan import ABI_OF_FS_RIGHT
 
 from .errors import Finding, PolicyError
 from .expand import DEFAULT_MAX_RULES, Deny, FsView, Grant, OsView, apply_denies, inside
+from .implied import Implied, implied_denies
 from .own_state import own_state_denies
 from .variables import LATE_BOUND, expand, late_bound_in
 
@@ -119,6 +120,9 @@ class Compiled:
     missing: dict[str, str] = field(default_factory=dict)
     # Per filesystem.deny address: the grant addresses it narrowed or removed.
     deny_effect: dict[str, list[str]] = field(default_factory=dict)
+    # The table patterns looked at for implied denies, with what each matched: a plan
+    # holds while they match the same (cvg-run's cache compares them).
+    watched: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _expand(value: str, variables: Mapping[str, str], address: str) -> str:
@@ -284,6 +288,7 @@ def compile_report(
     max_rules: int = DEFAULT_MAX_RULES,
     view: FsView | None = None,
     accept_risk: bool = False,
+    implied: bool = True,
 ) -> Compiled:
     """Compile ``policy`` and keep what compilation noticed (see :class:`Compiled`).
 
@@ -292,6 +297,9 @@ def compile_report(
     In allowlist mode the plan's allow list is ``syscalls.allow`` plus what the launcher
     calls before exec (``cvg_kernel.seccomp.LAUNCHER_ALLOW``); a listed call of the default
     deny list stays denied unless ``accept_risk``.
+    With ``implied`` (the default) the secrets and protected paths beneath the grants
+    are kept out unless named (:mod:`cvg_policy.implied`); the learning sandbox, which
+    denies the secrets itself and lets the tool write what it would, passes False.
     Raises PolicyError naming the rule for anything that cannot be compiled.
     """
     view = OsView() if view is None else view
@@ -303,7 +311,7 @@ def compile_report(
     out = Compiled(plan=Plan.model_validate({"kind": "cvg.plan"}), abi=target)
     degraded: list[Degradation] = []
 
-    fs = _filesystem(policy, variables, view, out, target, max_rules)
+    fs = _filesystem(policy, variables, view, out, target, max_rules, implied)
     net = _network(policy, target, degraded)
     scoped = _scopes(policy, target, degraded)
     _filesystem_degradations(policy, target, out, fs.grants, degraded)
@@ -357,6 +365,7 @@ def compile_report(
         "variables": sorted(used),
         "degraded": [d.model_dump() for d in degraded],
         "expansions": [e.model_dump() for e in fs.expansions],
+        "implied": fs.implied,
         "source": source,
     }
     if unix_section is not None:
@@ -372,6 +381,7 @@ class _Fs:
     grants: list[Grant]
     expansions: list[Any]
     unix_grants: list[str]
+    implied: list[dict[str, str]]
 
 
 def _filesystem(
@@ -381,10 +391,23 @@ def _filesystem(
     out: Compiled,
     target: int,
     max_rules: int,
+    with_implied: bool,
 ) -> _Fs:
     """Grants, denies narrowed into them, and the rules the target ABI can hold."""
     grants = _fs_grants(policy, variables, view, out)
     denies = _denies(policy, variables, view) + own_state_denies(grants, view)
+    named = {
+        name: [p for a, p in out.paths.items() if a.startswith(f"filesystem.{name}[")]
+        for name in _LISTS
+    }
+    implied = Implied()
+    if with_implied:
+        implied = implied_denies(
+            grants, named, view, cwd=variables.get("CWD"), home=variables.get("HOME"),
+            env=os.environ, explicit=denies,
+        )  # fmt: skip
+    out.watched = implied.watched
+    denies += implied.denies
     result = apply_denies(grants, denies, view=view, max_rules=max_rules)
     out.findings.extend(result.findings)
     out.deny_effect = result.effect
@@ -402,7 +425,12 @@ def _filesystem(
     # network.unix: true reaches the sockets beneath the grants that carry resolve_unix,
     # narrowed around denies as Landlock's rules are (the supervisor's list below ABI 9).
     unix = sorted({g.path for g in result.grants if _RESOLVE_UNIX in g.access})
-    return _Fs(handled_fs, fs_rules, grants, list(result.expansions), unix)
+    cited = [
+        {"path": d.path, "mode": d.mode, "rule": rule, "entry": entry, "reason": why}
+        for d in implied.denies
+        for rule, entry, why in [implied.cited[d.path]]
+    ]
+    return _Fs(handled_fs, fs_rules, grants, list(result.expansions), unix, cited)
 
 
 @dataclass

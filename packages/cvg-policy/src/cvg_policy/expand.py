@@ -87,6 +87,9 @@ class OsView:
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
 
+    def readable(self, path: str) -> bool:
+        return os.access(path, os.R_OK)
+
     def inode(self, path: str) -> tuple[int, int, int] | None:
         try:
             st = os.lstat(path)

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from cvg_kernel.seccomp import DEFAULT_DENY
 from cvg_schema import Degradation, Facts, Plan, Policy
-from cvg_schema.plan import ABI_OF_FS_RIGHT
+from cvg_schema.plan import ABI_OF_FS_RIGHT, ImpliedDeny
 
 from .compile import Compiled, compile_report
 from .errors import Finding
@@ -240,6 +240,15 @@ def _fs_parts(rights: Sequence[str]) -> list[_Part]:
     ]
 
 
+def _implied_note(implied: ImpliedDeny) -> str:
+    kept = "denied" if implied.mode == "deny" else "kept read-only"
+    what = "secret" if implied.mode == "deny" else "protected path"
+    return (
+        f"{implied.path} is {kept}, implied: a {what} ({implied.entry}: {implied.reason}); "
+        "a grant naming it exactly grants it"
+    )
+
+
 def _explain_filesystem(policy: Policy, c: Compiled, judge: _Judge) -> list[RuleExplanation]:
     out: list[RuleExplanation] = []
     abi = c.abi
@@ -274,6 +283,7 @@ def _explain_filesystem(policy: Policy, c: Compiled, judge: _Judge) -> list[Rule
                         f"{e.path} itself is no longer granted and entries created in it "
                         "later are not covered"
                     )
+            notes.extend(_implied_note(i) for i in c.plan.implied if i.rule == address)
             if name == "write" and 1 <= abi < 2:
                 notes.append(
                     "refer needs Landlock ABI 2: moving or linking files between "

@@ -143,6 +143,10 @@ PROTECTED: Final[tuple[Protected, ...]] = (
 """The protected-path table (docs/protected-paths.md is generated from it)."""
 
 LAYERS: Final = (
+    ("the compiler", "keeps one that exists beneath a write grant read-only (readable, "
+     "never changed) unless a write grant names it exactly; one holding a secret is "
+     "denied whole; the plan lists it in `implied` (cvg_policy.implied). cvg's own "
+     "directories are denied in every plan instead"),
     ("cvg-generate", "never grants one: a write there is left out, with a note"),
     ("cvg-explain", "rates a grant naming or covering one high, and applies it only when "
      "--accept-protected names it"),

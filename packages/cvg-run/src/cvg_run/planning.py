@@ -208,12 +208,14 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
     key = _sha256_hex(key_material.encode())[:32]
     cached = os.path.join(cache_dir(), f"{key}.plan")
     entry = _read_entry(cached)
+    if entry is not None and not _same_matches(entry.get("watched")):
+        entry = None
     if entry is not None and policy_path is None and entry.get("cwd_names") != names:
         entry = _still_fits(entry, cached, cwd, home, names)
     if entry is not None:
         return Planned(entry["plan"], entry["plan_digest"], entry["policy_digest"], real_path,
                        True, entry["hosts"], entry["filter"])  # fmt: skip
-    plan, policy_digest, hosts, cwd_denies = _compile(
+    plan, policy_digest, hosts, cwd_denies, watched = _compile(
         data, shown, cwd=cwd, home=home, policy_dir=policy_dir
     )
     digest = plan_digest(plan)
@@ -229,9 +231,53 @@ def plan_for(policy_path: str | None, *, cwd: str, home: str, data: bytes | None
         "filter": filter_data,
         "cwd_names": names,
         "cwd_denies": cwd_denies,
+        "watched": watched,
     }
     _store(cached, entry)
     return Planned(plan, digest, policy_digest, real_path, False, hosts, filter_data)
+
+
+def _same_matches(watched: object) -> bool:
+    """Whether the secrets and protected paths the compile looked for beneath the grants
+    are still the ones that exist (cvg_policy.implied): one created since is denied by
+    a new plan, not granted by the cached one. A few lstat calls per run."""
+    if not isinstance(watched, dict):
+        return False
+    for pattern, before in watched.items():
+        if not isinstance(pattern, str) or _existing(pattern) != before:
+            return False
+    return True
+
+
+def _existing(pattern: str) -> list[str]:
+    # The same reading of a pattern as cvg_policy.implied.matches, without importing it.
+    parent, name = os.path.split(pattern)
+    if not any(c in name for c in "*?["):
+        return [pattern] if os.path.lexists(pattern) else []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return sorted(os.path.join(parent, n) for n in names if _glob_match(n, name))
+
+
+def _glob_match(name: str, pattern: str) -> bool:
+    """fnmatchcase for the table's patterns, which use only ``*``: fnmatch imports re,
+    functools and enum, which a cached run does not otherwise load."""
+    if "?" in pattern or "[" in pattern:
+        import fnmatch
+
+        return fnmatch.fnmatchcase(name, pattern)
+    first, *middle, last = pattern.split("*")
+    if len(name) < len(first) + len(last) or not name.startswith(first) or not name.endswith(last):
+        return False
+    at, end = len(first), len(name) - len(last)
+    for part in middle:
+        found = name.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
 
 
 def _read_entry(path: str) -> dict[str, Any] | None:
@@ -288,11 +334,12 @@ def _unserved_held_directories(plan: dict[str, Any]) -> None:
 
 def _compile(
     data: bytes, filename: str, *, cwd: str, home: str, policy_dir: str
-) -> tuple[dict[str, Any], str, list[dict[str, Any]], bool]:
-    """The plan, the policy's digest, its hosts, and (for the default policy) whether
-    anything beneath the working directory was denied."""
+) -> tuple[dict[str, Any], str, list[dict[str, Any]], bool, dict[str, list[str]]]:
+    """The plan, the policy's digest, its hosts, (for the default policy) whether
+    anything beneath the working directory was denied, and the patterns the implied
+    denies were found by, with what each matched."""
     # The slow imports live here, off the cached path.
-    from cvg_policy.compile import compile_policy
+    from cvg_policy.compile import compile_report
     from cvg_policy.errors import PolicyError
     from cvg_policy.load import load_policy
     from cvg_policy.paths import inside
@@ -307,10 +354,13 @@ def _compile(
             from cvg_policy.defaults import tailor_default
 
             policy, _ = tailor_default(policy, cwd=cwd, home=home)
+        compiled = compile_report(policy, variables=variables, policy_path=filename)
+        plan = compiled.plan
+        if filename == DEFAULT_POLICY_NAME:
             real_cwd = os.path.realpath(cwd)
             denied = [*policy.filesystem.deny, *seal.own_dirs()]  # cvg's own: see own_state
+            denied += [i.path for i in plan.implied]
             cwd_denies = any(inside(os.path.realpath(d), real_cwd) for d in denied)
-        plan = compile_policy(policy, variables=variables, policy_path=filename)
     except PolicyError as e:
         raise PolicyRefused(str(e)) from None
     dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True, exclude_none=False)
@@ -319,4 +369,4 @@ def _compile(
     source = dumped.get("source") or {}
     hosts = [rule.model_dump(mode="json") for rule in loaded.policy.network.hosts]
     digest = str(source.get("policy_digest") or "sha256:" + _sha256_hex(data))
-    return dumped, digest, hosts, cwd_denies
+    return dumped, digest, hosts, cwd_denies, compiled.watched

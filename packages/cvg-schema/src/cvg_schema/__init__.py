@@ -43,7 +43,7 @@ _MODULES = {
     "observation": "Event EventOp Executable Observation",
     "plan": (
         "ABI_OF_FS_RIGHT FS_RIGHTS Arch Capabilities Degradation Expansion FsRight "
-        "FsRule Landlock LandlockFlag NetRight NetRule Plan PlanEnvironment PlanSource "
+        "FsRule ImpliedDeny Landlock LandlockFlag NetRight NetRule Plan PlanEnvironment PlanSource "
         "RlimitName RlimitValue Scope Seccomp SocketFamily SocketFamilyName SocketRule "
         "SocketTypeName"
     ),
@@ -116,6 +116,7 @@ if TYPE_CHECKING:
     from .plan import Expansion as Expansion
     from .plan import FsRight as FsRight
     from .plan import FsRule as FsRule
+    from .plan import ImpliedDeny as ImpliedDeny
     from .plan import Landlock as Landlock
     from .plan import LandlockFlag as LandlockFlag
     from .plan import NetRight as NetRight

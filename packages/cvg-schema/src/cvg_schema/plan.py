@@ -39,6 +39,7 @@ __all__ = [
     "Degradation",
     "FsRight",
     "FsRule",
+    "ImpliedDeny",
     "Landlock",
     "LandlockFlag",
     "NetRight",
@@ -462,6 +463,20 @@ class Expansion(CvgModel):
     )
 
 
+class ImpliedDeny(CvgModel):
+    """A secret or protected path beneath a grant that the policy did not name exactly."""
+
+    path: str = Field(min_length=1, max_length=4096, description="The entry kept out.")
+    mode: Literal["deny", "protect"] = Field(
+        description="`deny`: no right at all (a secret); `protect`: readable, never changed."
+    )
+    rule: RuleAddress = Field(description="The grant it lies beneath, e.g. `filesystem.read[0]`.")
+    entry: str = Field(
+        min_length=1, max_length=4096, description="The table entry it matched, e.g. `~/.ssh`."
+    )
+    reason: str = Field(min_length=1, max_length=4096, description="What the entry holds or does.")
+
+
 class PlanSource(CvgModel):
     """Where a plan came from (informational)."""
 
@@ -561,6 +576,14 @@ class Plan(MessageBase):
             "listable and writable as the grant says."
         ),
     )
+    implied: list[ImpliedDeny] = Field(
+        default_factory=list,
+        description=(
+            "The secrets and protected paths beneath a grant that compiling kept out "
+            "because the policy did not name them exactly (informational: `expansions` "
+            "enforces them). Omitted: none."
+        ),
+    )
     source: PlanSource | None = Field(
         default=None, description="Where the plan came from (informational)."
     )
@@ -579,6 +602,8 @@ class Plan(MessageBase):
         data = handler(self)
         if self.unix is None and isinstance(data, dict):
             data.pop("unix", None)
+        if not self.implied and isinstance(data, dict):
+            data.pop("implied", None)
         return data
 
     @model_validator(mode="after")
