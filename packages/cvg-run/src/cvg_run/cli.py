@@ -314,12 +314,10 @@ def _swept(watch: planted.Watch | None, run_id: str) -> list[dict[str, object]]:
     return created
 
 
-def _protected_created(outcome: Outcome, created: list[dict[str, object]]) -> Outcome:
+def _protected_created(outcome: Outcome, created: list[dict[str, Any]]) -> Outcome:
     """The run's outcome once it created a protected path: status 122, the tool's own
     ending kept in the detail."""
-    names = ", ".join(str(item["path"]) for item in created)
-    detail = (f"created during the run and moved aside: {names} (the tool's status was "
-              f"{outcome.status}, {outcome.meaning})")  # fmt: skip
+    detail = planted.detail(created, outcome.status, outcome.meaning)
     outcome.status, outcome.meaning = planted.EXIT_PROTECTED_CREATED, "protected_created"
     outcome.signal, outcome.detail = None, detail
     return outcome

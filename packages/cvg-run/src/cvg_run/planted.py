@@ -205,6 +205,14 @@ def _rename_free(dir_fd: int, entry: str, run_id: str) -> str:
     raise FileExistsError(errno.EEXIST, "no free name to move it to")
 
 
+def detail(created: list[dict[str, Any]], status: int, meaning: str) -> str:
+    """The record's exit detail once a run created protected paths: which, and how the
+    tool itself ended."""
+    names = ", ".join(str(item["path"]) for item in created)
+    return (f"created during the run and moved aside: {names} (the tool's status was "
+            f"{status}, {meaning})")  # fmt: skip
+
+
 def watch(
     plan: Mapping[str, Any], cwd: str, home: str, env: Mapping[str, str] | None = None
 ) -> Watch | None:
