@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -287,3 +288,99 @@ def test_what_was_there_at_the_start_is_left_alone(identity: Identity, box: Box)
     assert gitfile.read_text() == "gitdir: /nonexistent/worktree\n"
     assert bashrc.read_text() == "# the user's\n"
     assert [n for n in os.listdir(box.cwd) if ".cvg-moved-" in n] == []
+
+
+# A new repository, as git makes it, then the two ways a tool could turn it against the
+# next git command: a hook under its exact name, and a key git runs a command from.
+GIT_INIT = r"""
+import subprocess, sys
+what = sys.argv[1]
+subprocess.run(["git", "init", "-q"], check=True)
+if what == "hook":
+    with open(".git/hooks/post-checkout", "w") as f:
+        f.write("#!/bin/sh\n")
+elif what == "fsmonitor":
+    with open(".git/config", "a") as f:
+        f.write("[core]\n\tfsmonitor = touch fsmonitor-ran\n")
+print(sorted(__import__("os").listdir(".git/hooks"))[:1])
+"""
+
+
+@pytest.mark.parametrize("what", ["plain", "hook", "fsmonitor"])
+def test_git_init_is_left_alone_unless_it_runs_something(
+    identity: Identity, box: Box, what: str
+) -> None:
+    """``git init`` in the working directory makes ``.git/config`` and ``.git/hooks``,
+    which git runs nothing from: left in place, the run ends with the tool's status. A
+    hook under its exact name, or ``core.fsmonitor`` (run by the next ``git status``,
+    outside the sandbox: the oracle below), is moved aside with 122."""
+    git = shutil.which("git", path="/usr/bin:/bin")
+    if git is None:
+        pytest.skip("git is not installed")
+    argv = [PY, "-c", GIT_INIT, what]
+    rc, out, data = _confined(identity, box, argv)
+    config, hooks = box.cwd / ".git" / "config", box.cwd / ".git" / "hooks"
+    if what == "plain":
+        assert rc == 0 and "protected_created" not in data, out
+        assert config.is_file() and hooks.is_dir()
+        return
+    assert rc == EXIT_PROTECTED_CREATED, out
+    moved = {item["path"] for item in data["protected_created"]}
+    assert moved == {str(hooks) if what == "hook" else str(config)}, data["protected_created"]
+    if what == "fsmonitor":
+        kept = _moved(data["protected_created"][0])
+        assert "fsmonitor" in kept.read_text()
+        # The oracle: put back, the next git status outside the sandbox runs it.
+        kept.rename(config)
+        subprocess.run([git, "-c", "safe.directory=*", "status"], cwd=box.cwd,
+                       capture_output=True, check=False)  # fmt: skip
+        assert (box.cwd / "fsmonitor-ran").exists()
+
+
+CLONED = """[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = true
+[remote "origin"]
+\turl = https://example.invalid/r.git
+\tfetch = +refs/heads/*:refs/remotes/origin/*
+[branch "main"]
+\tremote = origin
+\tmerge = refs/heads/main
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "inert"),
+    [
+        ("", True),
+        ("[include]\n\tpath = /tmp/x\n", False),
+        ("[alias]\n\tst = !sh -c x\n", False),
+        ("[core]\n\thooksPath = /tmp/h\n", False),
+        ("[core]\n\tpager = less\n", False),
+        ('[core]\n\tbare = "false"\n', False),
+        ("[core]\n\tbare = false \\\n", False),
+        ('[remote "x"]\n\turl = ext::sh -c x\n', False),
+        ('[remote "x"]\n\tuploadpack = sh -c x\n', False),
+        ("[remote.x]\n\turl = /tmp/r\n", False),
+        ("[core]\n\tbare = false ; a comment\n", False),
+    ],
+)
+def test_what_a_new_config_may_hold(tmp_path: Path, extra: str, inert: bool) -> None:
+    """A config as ``git clone`` writes it runs nothing; a key git runs a command from,
+    an include, or a line this judge does not read exactly, is not inert."""
+    from cvg_run.inert import inert as judge
+
+    (tmp_path / "config").write_text(CLONED + extra)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "config").symlink_to(tmp_path / "config")
+    fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    linked = os.open(tmp_path / "linked", os.O_PATH | os.O_DIRECTORY)
+    try:
+        assert judge(fd, "config", f"{tmp_path}/.git/config") is inert
+        # A link is never read through, whatever it leads to.
+        assert judge(linked, "config", f"{tmp_path}/linked/.git/config") is False
+    finally:
+        os.close(fd)
+        os.close(linked)

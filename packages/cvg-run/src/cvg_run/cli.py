@@ -73,6 +73,10 @@ exit status:
   123    the run record was refused: its path had become something other than a
          regular file, its file was replaced or its directory moved during the run,
          or it could not be written where a file was made before the run;
+  122    a protected path (docs/protected-paths.md) beneath a write grant that did
+         not exist when the tool started existed once its processes were gone: each
+         is moved aside to NAME.cvg-moved-RUN_ID in its own directory, said on
+         stderr and listed in the record's protected_created (122 outranks 123);
   2      usage error (a bad option, no command, a --cwd that is not a directory,
          a --record whose directory does not exist or that is not a regular file,
          a CVG_RUNS_KEEP or CVG_RUNS_MAX_MB that is not a whole number); nothing

@@ -20,7 +20,8 @@ when it was not there at the start, or was something else then: a link (``.git``
 link to a directory holding ``hooks/``) or a file (a ``.git`` file naming another git
 directory). What was on the way at the start, unchanged, is the user's own (a worktree's
 ``.git`` file, a dotfile manager's link) and is left alone; names beneath it are not
-watched.
+watched. A new repository's ``.git/config`` and ``.git/hooks`` as git itself makes
+them run nothing and are left in place (:mod:`.inert`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ class Watch:
             if found is None:
                 continue
             where, fd, entry, kind = found
+            from .inert import inert  # only once something was found: re costs a cold start
+
+            if fd is not None and where == name.path and inert(fd, entry, where):
+                os.close(fd)  # a new repository's own: git runs nothing from it
+                continue
             if where in seen:  # the same thing in the way of two names, left where it was
                 if fd is not None:
                     os.close(fd)
