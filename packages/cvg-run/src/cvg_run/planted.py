@@ -243,51 +243,49 @@ def watch(
     try:
         fds: dict[str, int] = {}
         for path, entry in dict(candidates).items():
-            root = next((r for r in roots if _inside(path, r) and path != r), None)
-            if root is None:
+            base = next((r for r in roots if _inside(path, r) and path != r), None)
+            if base is None:
                 continue
-            if root not in fds:
+            if base not in fds:
                 try:
-                    fds[root] = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    fds[base] = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 except OSError:
                     continue  # a file, or gone: nothing is made beneath it
-                out._fds.append(fds[root])
-            parts = path[len(root) :].strip("/").split("/")
-            absent = _absent(fds[root], parts)
-            if absent is not False:
+                out._fds.append(fds[base])
+            parts = path[len(base) :].strip("/").split("/")
+            absent, blocked = _absent(fds[base], parts)
+            if absent:
                 reason = f"{entry.group}: {entry.reason}"
-                index = out._fds.index(fds[root])
-                out.names.append(_Name(index, root, parts, path, reason, absent))
+                index = out._fds.index(fds[base])
+                out.names.append(_Name(index, base, parts, path, reason, blocked))
     except BaseException:
         out.close()
         raise
-    return out if out.names else _closed(out)
-
-
-def _closed(w: Watch) -> None:
-    w.close()
+    if out.names:
+        return out
+    out.close()
     return None
 
 
-def _absent(root: int, parts: list[str]) -> tuple[int, int, int] | bool | None:
-    """False when the path exists (or cannot be looked at); else what stands in its way
-    now, a non-directory ((index, dev, ino)), or None."""
+def _absent(root: int, parts: list[str]) -> tuple[bool, tuple[int, int, int] | None]:
+    """Whether the path is absent (not when it exists or cannot be looked at), and what
+    stands in its way now: a non-directory, as (index, dev, ino)."""
     cur, opened = root, []
     try:
         for i, part in enumerate(parts):
             try:
                 st = os.stat(part, dir_fd=cur, follow_symlinks=False)
             except FileNotFoundError:
-                return None
+                return True, None
             except OSError:
-                return False
+                return False, None
             if i == len(parts) - 1:
-                return False
+                return False, None
             if not stat.S_ISDIR(st.st_mode):
-                return (i, st.st_dev, st.st_ino)
+                return True, (i, st.st_dev, st.st_ino)
             cur = os.open(part, _DIR, dir_fd=cur)
             opened.append(cur)
-        return False
+        return False, None
     finally:
         for fd in opened:
             os.close(fd)
