@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from cvg_policy.protected import LAYERS, PROTECTED, Protected
+from cvg_policy.protected import LAYERS, PROTECTED, Protected, created_stopped_by
 
 TARGET = Path(__file__).resolve().parent.parent / "docs/protected-paths.md"
 
@@ -40,6 +40,52 @@ The same for every entry below:
 
 """
 
+CREATED = """\
+## Created during a run
+
+Landlock binds its rules to the inodes that exist when the sandbox starts: a write
+grant on a directory covers every name made beneath it later. A protected path that
+does not exist at the start, in a directory that may not exist either (the tool makes
+`.git/` and then `.git/hooks/post-checkout`, or `~/.config/autostart/x.desktop` where
+there was no `~/.config/autostart`), can be created under such a grant. Outside every
+write grant Landlock stops each of them; beneath one, the table's last column says
+what does:
+
+- **supervisor**: refused as the tool makes it (`EACCES`), by the supervisor that
+  serves the held directories (docs/policy.md, `deny`); the warm `Sandbox` serves none,
+  and Landlock alone refuses the whole held directory there.
+- **post-run detection**: before the tool starts, cvg-run (and the warm `Sandbox`, per
+  run) notes which entries beneath the plan's write grants are absent: those of the
+  working directory and the home, and the workspace entries of each grant's root (a
+  few `lstat` calls). Once the tool's whole tree is gone (its daemons are ended with
+  it, so nothing of the tool writes after the look), it looks again from descriptors of
+  the grants' roots opened before the run, one name at a time, never following a link.
+  What exists now is moved aside: renamed in its own directory to
+  `NAME.cvg-moved-RUNID` with `renameat2(RENAME_NOREPLACE)` (atomic, never over
+  another name, never across filesystems; a link is moved as the link), which none of
+  the programs that read the protected name reads. So is a link or file the tool put
+  in the way of one (`.git` made a link, or a `.git` file naming another git directory);
+  a directory on the way that the tool made unsearchable is opened up for its owner
+  first. The record lists each in `protected_created` (its path, kind, the protected
+  path it stands for, why, where it went or why it could not be moved), cvg-run says
+  each on stderr, and exits 122 (`exit.meaning` `protected_created`; the detail keeps
+  the tool's own status). Restore one by renaming it back, once you trust it.
+
+Not covered: a repository deeper inside a grant than its root (`write: [~/src]` and a
+new `~/src/x/.git/hooks`), a name reached through a link that was there at the start
+(a dotfile manager's `~/.config`: the names beneath it are not watched), and a name
+created and removed again within the run.
+
+A new repository is not a protected path created: `git init` or `git clone` into the
+working directory makes `.git/config` and `.git/hooks`, and git runs nothing from them
+as it makes them. So a `.git/hooks` holding only regular `*.sample` files, and a
+`.git/config` whose every line is one git writes there itself (`core`'s format keys,
+a `remote`'s `url` and `fetch`, a `branch`'s `remote` and `merge`, `extensions`), are
+left in place. Anything else in them (a hook by its name, `core.fsmonitor`,
+`core.hooksPath`, `core.pager`, an alias, an `include`, a value this judge does not
+read exactly) makes them moved aside like any other.
+"""
+
 
 def cell(text: str) -> str:
     return text.replace("|", "\\|")
@@ -57,9 +103,13 @@ def shown(entry: Protected) -> str:
 def render() -> str:
     lines = [INTRO.rstrip("\n"), ""]
     lines += [f"- **{layer}**: {how}." for layer, how in LAYERS]
-    lines += ["", "## The table", "", "| path | class | why |", "|---|---|---|"]
+    lines += ["", CREATED.rstrip("\n")]
+    lines += ["", "## The table", "",
+              "| path | class | why | created during a run: which layer stops it |",
+              "|---|---|---|---|"]  # fmt: skip
     for entry in PROTECTED:
-        lines.append(f"| {shown(entry)} | {entry.group} | {cell(entry.reason)} |")
+        lines.append(f"| {shown(entry)} | {entry.group} | {cell(entry.reason)} | "
+                     f"{cell(created_stopped_by(entry))} |")  # fmt: skip
     lines.append("")
     return "\n".join(lines)
 

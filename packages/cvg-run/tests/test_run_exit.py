@@ -310,6 +310,9 @@ COVERED = {
     "not_executable": "test_missing_execute_grant_is_126",
     "not_found": "test_not_found_is_127",
     "limit": "test_run_processes.py::test_fork_storm_is_stopped",
+    "protected_created": (
+        "test_run_protected_created.py::test_protected_names_created_in_new_directories"
+    ),
 }
 
 

@@ -7,6 +7,7 @@ could or could not read, the process table.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import pytest
 import cvg_testing
 from cvg_run import Sandbox, SandboxError
 from cvg_run.api import Started
+from cvg_schema import RunRecord
+from cvg_schema.io import loads_as
 
 
 @pytest.fixture(autouse=True)
@@ -291,3 +294,32 @@ def test_runners_kept_ready_stay_bounded(box: Sandbox) -> None:
     for _ in range(10):
         assert box.run(["true"]).status == 0
     assert settled() == POOL_SIZE
+
+
+def test_a_protected_path_created_in_a_warm_run_is_moved_aside(tmp_path: Path) -> None:
+    """Under write on the workspace, a tool makes ``.git/hooks/post-checkout`` where no
+    ``.git`` was: bare it stays; in a warm run it is moved aside and the run is 122."""
+    make_hook = "import os; os.makedirs('.git/hooks'); open('.git/hooks/post-checkout', 'w')"
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    subprocess.run([sys.executable, "-c", make_hook], cwd=bare, check=True)
+    assert (bare / ".git" / "hooks" / "post-checkout").exists()  # oracle: bare, it stays
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = tmp_path / "p.yaml"
+    policy.write_text(textwrap.dedent("""\
+        version: 1
+        filesystem:
+          read: [/usr, /etc, /lib, /lib64, /bin]
+          write: ["${SCRATCH}", /dev/null, "${CWD}"]
+          execute: [/usr, /bin, /lib, /lib64]
+    """))  # fmt: skip
+    with Sandbox(policy, cwd=str(ws)) as b:
+        r = b.run(["python3", "-c", make_hook])
+    hooks = ws / ".git" / "hooks"
+    assert (r.status, r.meaning) == (122, "protected_created"), r
+    [item] = r.record["protected_created"]
+    assert item["path"] == str(hooks) and not os.path.lexists(hooks)
+    assert (Path(item["moved_to"]) / "post-checkout").exists()
+    assert "the tool's status was 0" in r.record["exit"]["detail"]
+    loads_as(RunRecord, json.dumps(r.record))  # the record as cvg.run defines it

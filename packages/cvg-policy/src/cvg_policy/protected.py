@@ -32,6 +32,7 @@ __all__ = [
     "LAYERS",
     "PROTECTED",
     "Protected",
+    "created_stopped_by",
     "cvg_dirs",
     "protected_beneath",
     "protected_paths",
@@ -153,6 +154,17 @@ LAYERS: Final = (
     ("cvg-validate", "warns when a policy names one (or a path inside one)"),
 )  # fmt: skip
 """Which layer stops a protected path, and how (the same for every entry)."""
+
+
+def created_stopped_by(entry: Protected) -> str:
+    """Which layer stops ``entry`` from being created during a run beneath a write grant
+    when it does not exist at the start (Landlock's rules bind to the inodes that do)."""
+    if entry.where == "cvg":
+        return ("supervisor: every plan denies cvg's directories by name, and serves the "
+                "directory holding one; post-run detection for the default one when "
+                "$XDG_*_HOME puts cvg's elsewhere")  # fmt: skip
+    return "post-run detection: cvg-run moves it aside and exits 122"
+
 
 _XDG: Final = {"config": ("XDG_CONFIG_HOME", ".config"), "cache": ("XDG_CACHE_HOME", ".cache"),
                "state": ("XDG_STATE_HOME", ".local/state")}  # fmt: skip

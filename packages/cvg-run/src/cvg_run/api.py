@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import planning, record
+from . import planning, planted, record
 from .supervisor import resolve_command, which
 
 _MAX_REPLY = 1 << 20
@@ -326,7 +326,14 @@ class Sandbox:
                 f"the request is {len(request)} bytes (argv and cwd), more than the "
                 f"{MAX_REQUEST} a run may take"
             )
-        runner, ready, pidfd, tool = self._take()
+        # Before the tool gets its argv: the protected paths its write grants could create.
+        watch = planted.watch(self.plan, details["cwd"], os.path.expanduser("~"), os.environ)
+        try:
+            runner, ready, pidfd, tool = self._take()
+        except BaseException:
+            if watch is not None:
+                watch.close()
+            raise
         mine: list[int] = []
         theirs: list[int] = []
         reply, their_reply = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -358,6 +365,8 @@ class Sandbox:
                 os.close(fd)
             reply.close()
             os.close(pidfd)
+            if watch is not None:
+                watch.close()
             raise
         finally:
             for fd in theirs:
@@ -366,7 +375,7 @@ class Sandbox:
             runner.sock.close()
             if tool is not None:
                 tool.close()
-        return Started(self, run_id, mine[0], mine[1], mine[2], reply, pidfd)
+        return Started(self, run_id, mine[0], mine[1], mine[2], reply, pidfd, watch)
 
     def _take(self) -> tuple[_Runner, dict[str, Any], int, socket.socket | None]:
         """A ready runner: (it, its ready message, its pidfd, its tool's socket)."""
@@ -443,6 +452,7 @@ class Started:
         stderr: int,
         reply: socket.socket,
         runner: int,
+        watch: planted.Watch | None = None,
     ) -> None:
         self.box = box
         self.run_id = run_id
@@ -454,6 +464,9 @@ class Started:
         # find the number reused by another descriptor.
         self._runner = runner
         weakref.finalize(self, os.close, runner)
+        self._watch = watch
+        if watch is not None:
+            weakref.finalize(self, watch.close)
 
     def result(self, data: bytes) -> dict[str, Any]:
         """The run's cvg.run record from the runner's reply; SandboxError if none."""
@@ -466,6 +479,19 @@ class Started:
         # The runner leaves out the plan, which this side has: it is most of the
         # record, and coding it twice per run cost more than the rest of the reply.
         rec["plan"] = dict(self.box.plan)
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            try:
+                created = watch.sweep(self.run_id)  # the runner ended the tree before replying
+            finally:
+                watch.close()
+            if created:
+                ended = rec["exit"]
+                rec["protected_created"] = created
+                rec["exit"] = {"status": planted.EXIT_PROTECTED_CREATED,
+                               "meaning": "protected_created",
+                               "detail": planted.detail(created, ended["status"],
+                                                        ended["meaning"])}  # fmt: skip
         return rec
 
     def cancel(self) -> None:

@@ -19,7 +19,7 @@ from _collections_abc import Sequence
 from cvg_kernel.plan import EXIT_NOT_STARTED, PlanError, prepare
 from cvg_kernel.seccomp import Filter, SeccompError
 
-from . import guarding, planning, policy_lookup, record
+from . import guarding, planning, planted, policy_lookup, record
 from .supervisor import Outcome, not_started, resolve_command, supervise, tree_limits
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every cold start
@@ -73,6 +73,10 @@ exit status:
   123    the run record was refused: its path had become something other than a
          regular file, its file was replaced or its directory moved during the run,
          or it could not be written where a file was made before the run;
+  122    a protected path (docs/protected-paths.md) beneath a write grant that did
+         not exist when the tool started existed once its processes were gone: each
+         is moved aside to NAME.cvg-moved-RUN_ID in its own directory, said on
+         stderr and listed in the record's protected_created (122 outranks 123);
   2      usage error (a bad option, no command, a --cwd that is not a directory,
          a --record whose directory does not exist or that is not a regular file,
          a CVG_RUNS_KEEP or CVG_RUNS_MAX_MB that is not a whole number); nothing
@@ -276,6 +280,8 @@ def _run(args: Options, command: list[str]) -> int:
                            not_started(f"network.hosts proxy: {e}"), None)  # fmt: skip
         planned = proxy.patched(planned)  # plus a connect rule for its port, this run only
 
+    # Before the tool starts: the protected paths its write grants could create.
+    watch = planted.watch(planned.plan, cwd, os.path.expanduser("~"), os.environ)
     scratch = make_scratch(run_id)
     try:
         outcome, denials, reserved = _confined(args, planned, command, cwd, scratch,
@@ -287,9 +293,38 @@ def _run(args: Options, command: list[str]) -> int:
             _remove_scratch(scratch)
         elif args.verbose:
             _say(f"kept scratch directory {scratch}")
-    extra = proxy.record_fields() if proxy is not None else None
+        created = _swept(watch, run_id)  # the tool's whole tree is gone by now
+    extra: dict[str, object] = proxy.record_fields() if proxy is not None else {}
+    if created:
+        extra["protected_created"] = created
+        outcome = _protected_created(outcome, created)
     return _finish(args, planned, command, cwd, run_id, record_path, outcome, scratch, denials,
                    extra, reserved)  # fmt: skip
+
+
+def _swept(watch: planted.Watch | None, run_id: str) -> list[dict[str, object]]:
+    """The protected paths created during the run, moved aside, each said on stderr."""
+    if watch is None:
+        return []
+    try:
+        created = watch.sweep(run_id)
+    finally:
+        watch.close()
+    for item in created:
+        where = item["path"]
+        done = f"moved aside to {item['moved_to']}" if "moved_to" in item else (
+            f"could not be moved aside: {item['error']}")  # fmt: skip
+        _say(f"protected path created during the run: {where} ({item['reason']}); {done}")
+    return created
+
+
+def _protected_created(outcome: Outcome, created: list[dict[str, Any]]) -> Outcome:
+    """The run's outcome once it created a protected path: status 122, the tool's own
+    ending kept in the detail."""
+    detail = planted.detail(created, outcome.status, outcome.meaning)
+    outcome.status, outcome.meaning = planted.EXIT_PROTECTED_CREATED, "protected_created"
+    outcome.signal, outcome.detail = None, detail
+    return outcome
 
 
 def _policy_source(args: Options) -> bytes | None:
@@ -558,13 +593,13 @@ def _finish(
     except record.Refused as e:
         # The tool may have done this to hide its record: its status is not the answer.
         _say(f"run record refused: {e} (the tool's status was {outcome.status})")
-        return record.EXIT_REFUSED
+        return _refused(outcome)
     except OSError as e:
         if reserved is not None:
             # Its directory took a file before the run: the tool may have made it fail.
             _say(f"cannot write the run record {record_path}: {e.strerror} "
                  f"(the tool's status was {outcome.status})")  # fmt: skip
-            return record.EXIT_REFUSED
+            return _refused(outcome)
         # Never writable, before the run either: the tool's status stays the answer.
         _say(f"cannot write the run record {record_path}: {e.strerror}")
     else:
@@ -575,6 +610,14 @@ def _finish(
     if args.verbose:
         _say(f"run {run_id}: {outcome.meaning} {outcome.status}; record {record_path}")
     return outcome.status
+
+
+def _refused(outcome: Outcome) -> int:
+    # A protected path created during the run outweighs the record: it is said on
+    # stderr either way, and 122 is what asks the user to look.
+    if outcome.meaning == "protected_created":
+        return outcome.status
+    return record.EXIT_REFUSED
 
 
 def run() -> None:

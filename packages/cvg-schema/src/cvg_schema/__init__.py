@@ -51,7 +51,7 @@ _MODULES = {
         "POLICY_SECTIONS POLICY_VARIABLES Filesystem Ipc Network Policy "
         "PolicyEnvironment Reason Resources Syscalls"
     ),
-    "run": "Denial ExitInfo ExitMeaning Mechanism RunRecord Scratch Timings",
+    "run": "Denial ExitInfo ExitMeaning Mechanism ProtectedCreated RunRecord Scratch Timings",
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names.split()}
 
@@ -146,6 +146,7 @@ if TYPE_CHECKING:
     from .run import ExitInfo as ExitInfo
     from .run import ExitMeaning as ExitMeaning
     from .run import Mechanism as Mechanism
+    from .run import ProtectedCreated as ProtectedCreated
     from .run import RunRecord as RunRecord
     from .run import Scratch as Scratch
     from .run import Timings as Timings

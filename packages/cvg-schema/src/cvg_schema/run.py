@@ -33,13 +33,21 @@ __all__ = [
     "ExitInfo",
     "ExitMeaning",
     "Mechanism",
+    "ProtectedCreated",
     "RunRecord",
     "Scratch",
     "Timings",
 ]
 
 ExitMeaning = Literal[
-    "exited", "signaled", "wall_clock", "not_started", "not_executable", "not_found", "limit"
+    "exited",
+    "signaled",
+    "wall_clock",
+    "not_started",
+    "not_executable",
+    "not_found",
+    "limit",
+    "protected_created",
 ]
 Mechanism = Literal[
     "landlock_fs", "landlock_net", "landlock_scope", "seccomp", "rlimit", "supervisor", "none"
@@ -50,6 +58,7 @@ _FIXED_STATUS: Final[dict[str, int]] = {
     "not_started": 125,
     "not_executable": 126,
     "not_found": 127,
+    "protected_created": 122,
 }
 _RIGHTS: Final[dict[str, frozenset[str]]] = {
     "landlock_fs": frozenset(get_args(FsRight)),
@@ -69,7 +78,9 @@ class ExitInfo(CvgModel):
             "wall_clock: 124, killed at the wall clock; not_started: 125 (bad or refused "
             "policy, internal error); not_executable: 126 (including a missing execute "
             "grant); not_found: 127; limit: the supervisor ended the run at a resource "
-            "limit (e.g. too many processes)."
+            "limit (e.g. too many processes); protected_created: 122, a protected path "
+            "that did not exist at the start existed after the run (see "
+            "`protected_created`; the detail says the tool's own status)."
         )
     )
     signal: int | None = Field(
@@ -222,6 +233,44 @@ class Connection(CvgModel):
     )
 
 
+class ProtectedCreated(CvgModel):
+    """A protected path (docs/protected-paths.md) that did not exist when the tool
+    started and existed once its processes were gone: created during the run, or a
+    link or file planted on the way to it. cvg-run moves it aside."""
+
+    path: str = Field(min_length=1, max_length=4096, description="Where it was found.")
+    kind: Literal["file", "directory", "symlink", "other"] = Field(
+        description="What it was, never followed: a symbolic link is moved as a link."
+    )
+    protects: str = Field(
+        min_length=1,
+        max_length=4096,
+        description=(
+            "The protected path it stands for: `path` itself, or one beneath it when "
+            "`path` is a link or file planted on the way (a `.git` file naming another "
+            "git directory)."
+        ),
+    )
+    reason: str = Field(min_length=1, max_length=1000, description="Why that path is protected.")
+    moved_to: str | None = Field(
+        default=None,
+        max_length=4096,
+        description=(
+            "Where cvg-run moved it: beside it, renamed `NAME.cvg-moved-RUNID`, in the "
+            "same directory. Null when it could not be moved (`error` says why)."
+        ),
+    )
+    error: str | None = Field(
+        default=None, max_length=1000, description="Why it could not be moved, if it was not."
+    )
+
+    @model_validator(mode="after")
+    def _moved_or_why_not(self) -> ProtectedCreated:
+        if (self.moved_to is None) == (self.error is None):
+            fail("exactly one of moved_to and error is set", at=("moved_to",))
+        return self
+
+
 class RunRecord(MessageBase):
     """The record of one cvg-run: what ran under which policy, and how it ended."""
 
@@ -268,6 +317,14 @@ class RunRecord(MessageBase):
     connections_omitted: int = Field(
         default=0, ge=0, description="Connections past the first 10000, not listed."
     )
+    protected_created: list[ProtectedCreated] = Field(
+        default_factory=list,
+        description=(
+            "Protected paths beneath the plan's write grants that did not exist when the "
+            "tool started and existed once its processes were gone, each moved aside; "
+            "with any, the exit is `protected_created` (122). Absent when none."
+        ),
+    )
     limits_by: Literal["cgroup2", "cgroup1", "sampled"] | None = Field(
         default=None,
         description=(
@@ -291,6 +348,8 @@ class RunRecord(MessageBase):
                 data.pop("seal", None)
             if self.limits_by is None:
                 data.pop("limits_by", None)
+            if not self.protected_created:
+                data.pop("protected_created", None)
         return data
 
     started: AwareDatetime = Field(strict=False, description="When the run started.")
@@ -313,6 +372,11 @@ class RunRecord(MessageBase):
         if self.ended < self.started:
             fail("ended is before started", at=("ended",))
         fail_on_repeats((d.id for d in self.denials), "denials", "id", "denial id {} is used")
+        if bool(self.protected_created) != (self.exit.meaning == "protected_created"):
+            fail(
+                "exit meaning protected_created goes with a non-empty protected_created",
+                at=("protected_created",),
+            )
         return self
 
     def denial(self, denial_id: str) -> Denial:
