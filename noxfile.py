@@ -89,7 +89,10 @@ def docs(session: nox.Session) -> None:
     installed (apt) when missing."""
     _apt_install(session, {"node": "nodejs", "npm": "npm"})
     _sync(session, "--all-packages")
-    session.run("pytest", "docs", "examples", "-q", *session.posargs)
+    # A week with cvg-wrap runs in falsedenial, beside the suite on the same servers.
+    session.run(
+        "pytest", "docs", "examples", "-q", "--ignore", "docs/test_wrap_day.py", *session.posargs
+    )
 
 
 # What `man` needs to render and check the pages (Debian packages).
@@ -320,10 +323,13 @@ def falsedenial(session: nox.Session) -> None:
     its rerun alone included) fails. The MCP sessions idle as long as the committed run
     did (300 s). Installs the workloads' programs when missing (apt) and the pinned MCP servers
     into a .servers folder beside the workloads (npm, uv). To re-record the results:
-    `uv run python benchmarks/workloads/suite.py` (then render docs/results.md)."""
+    `uv run python benchmarks/workloads/suite.py` (then render docs/results.md).
+    Then docs/test_wrap_day.py: five of those servers in a Claude Desktop config through
+    cvg-wrap's learn, enforce and restore, about 5 minutes."""
     _apt_install(session, WORKLOAD_PROGRAMS)
     _sync(session, "--all-packages")
     session.run("pytest", "benchmarks/test_workloads.py", "-q", *session.posargs)
+    session.run("pytest", "docs/test_wrap_day.py", "-q", "-rxX")
 
 
 @nox.session

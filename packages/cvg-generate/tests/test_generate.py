@@ -384,3 +384,26 @@ def test_no_cwd_writes_no_path_relative_to_the_working_directory() -> None:
     # By default the working directory is the tool's: the same events name ${CWD}.
     default = gen(obs(*events, cwd="/srv/repo"))
     assert any(p.startswith("${CWD}") for p in default.filesystem.read + default.filesystem.write)
+
+
+def test_a_refused_bytecode_cache_is_not_written_rather_than_refused_at_every_start() -> None:
+    site = "/opt/venv/lib/python3.11/site-packages/pkg"
+    refused = {
+        "op": "create",
+        "syscall": "mkdir",
+        "path": f"{site}/__pycache__",
+        "result": "EACCES",
+        "denied_while_learning": True,
+        "denied_by": "landlock",
+    }
+    start = {"op": "execute", "syscall": "execve", "path": "/usr/bin/python3"}
+    learned = gen(obs(start, {"op": "read", "path": f"{site}/__init__.py"}, refused))
+    assert learned.environment.set.get("PYTHONDONTWRITEBYTECODE") == "1"
+    assert f"{site}/__pycache__" not in learned.filesystem.write
+    every_rule_has_reasons(learned)
+    # A cache that was written, or one --grant-denied grants, changes nothing.
+    written = {**refused, "result": "ok", "denied_while_learning": False}
+    del written["denied_by"]
+    assert "PYTHONDONTWRITEBYTECODE" not in gen(obs(start, written)).environment.set
+    granted = gen(obs(start, refused), grant_denied=True)
+    assert "PYTHONDONTWRITEBYTECODE" not in granted.environment.set

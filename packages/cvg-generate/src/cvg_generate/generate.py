@@ -761,7 +761,37 @@ class _Builder:
             self.rule(self.env_pass, var).cite(
                 first, f"locale and terminal settings from the caller ({_summary(first)})", name
             )
+        self._bytecode(obs, name)
         self._given(obs, ctx, first, name)
+
+    def _bytecode(self, obs: Observation, name: str | None) -> None:
+        """Python refused its bytecode cache while learning (a read-only site-packages,
+        as uv and pip leave it uncompiled) would be refused again at every start, one
+        denial per package, for nothing: the cache only saves the next start's compiling.
+        The policy tells Python not to write it."""
+        if self.grant_denied:
+            return
+        refused = next(
+            (
+                e
+                for e in obs.events
+                if e.denied_while_learning
+                and e.op in ("create", "write")
+                and e.path
+                and "/__pycache__" in e.path
+            ),
+            None,
+        )
+        if refused is None:
+            return
+        r = self.env_set.get("PYTHONDONTWRITEBYTECODE", ("", _Rule()))[1]
+        r.cite(
+            refused,
+            "Python's bytecode cache was refused while learning and is never granted: not "
+            f"written, rather than refused at every start ({_summary(refused)})",
+            name,
+        )
+        self.env_set["PYTHONDONTWRITEBYTECODE"] = ("1", r)
 
     def _given(self, obs: Observation, ctx: PathContext, first: Event, name: str | None) -> None:
         """The variables the tool was started with beyond its caller's session (an MCP
