@@ -57,6 +57,7 @@ def _as_user(at: Attempt, argv: list[str], **env: str) -> subprocess.CompletedPr
     return subprocess.run(
         argv,
         cwd=at.dir("work"),
+        # The machine's /etc/gitconfig is no part of the attack: only what the tool left.
         env={**at.env, "GIT_CONFIG_NOSYSTEM": "1", **env},
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -80,8 +81,8 @@ def _checked(r: subprocess.CompletedProcess, what: str) -> None:
 def prepare(at: Attempt) -> None:
     """Before the tool's run: the home (the state directory, so that it holds cvg's
     cache and state as it does by default), the oracle's path, a git repository with a
-    commit, and what the user ran earlier: the victim cvg-run's command once (its plan
-    is cached) or a run whose record the tool will forge."""
+    commit, and what the user ran earlier: a default-policy cvg-run (its plan is now
+    cached) or a run under the policy whose record the tool will forge."""
     victim = at.extra["later"]
     state, work = at.dir("state"), at.dir("work")
     at.env["HOME"] = str(state)
@@ -91,7 +92,7 @@ def prepare(at: Attempt) -> None:
         (work / "README").write_text("later\n")
         os.chown(work / "README", at.uid, at.gid)
         for argv in (["git", "init", "-q"], ["git", "add", "README"], [*GIT, "commit", "-qm", "x"]):
-            _checked(_as_user(at, argv), " ".join(argv[:1] + argv[-3:-1]))
+            _checked(_as_user(at, argv), " ".join(argv))
     runs = state / "state/cvg/runs"
     before = set(os.listdir(runs))
     if victim == "cvg-run":
