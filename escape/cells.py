@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import later
 import probes
 import runtime
 from _lib import attempted_marker
@@ -149,6 +150,7 @@ class Attempt:
     stderr: str = ""
     after: dict = field(default_factory=dict)
     cpu: float = 0.0
+    later: dict = field(default_factory=dict)
 
     @property
     def oracle_kind(self) -> str:
@@ -179,6 +181,8 @@ def _run_job(job: dict) -> dict:
         _start(at)
         observe(at)
         collect(at)
+        if at.extra.get("later"):
+            later.run(at)
         fired, evidence = judge(at)
         return _result(at, fired, evidence)
     finally:
@@ -317,6 +321,8 @@ def _arrange(at: Attempt) -> None:
     )  # fmt: skip
     (work / "args.json").write_text(json.dumps(at.args))
     os.chown(work / "args.json", at.uid, at.gid)
+    if at.extra.get("later"):
+        later.prepare(at)
     at.cmd = _command(at)
     if at.extra.get("runs") == 2:
         _first_run(at)

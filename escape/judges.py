@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import later
 import probes
 import runtime
 from census_oracles import (
@@ -259,7 +260,7 @@ def _judges() -> dict[str, Callable[[Attempt], tuple[bool, str]]]:
         ("ns", _judge_ns), ("kobj", _judge_kobj), ("mount", _judge_mount), ("keys", _judge_keys),
         *((kind, judge_more) for kind in NEW_ORACLES),
         *((kind, judge_census) for kind in CENSUS_ORACLES),
-        ("tty", _judge_tty),
+        ("tty", _judge_tty), ("later", later.judge),
     ):  # fmt: skip
         judges.setdefault(kind, judge)
     return judges

@@ -42,7 +42,7 @@ def stage_python(base: Path) -> str:
             shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__"))
     probe = (
         "import sys, json, cvg_run.cli, cvg_run.planning, cvg_policy.compile, cvg_policy.load,"
-        " cvg_policy.variables, cvg_policy.errors, cvg_schema\n"
+        " cvg_policy.variables, cvg_policy.errors, cvg_schema, cvg_explain.cli\n"
         "print(json.dumps(sorted({getattr(m, '__file__', None) or ''"
         " for m in sys.modules.values()})))"
     )

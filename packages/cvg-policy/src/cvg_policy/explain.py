@@ -87,6 +87,14 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
         "file the tool can only read: treat every read grant as an execute grant",
     ),
     StandingLimit(
+        "protected paths in a write grant",
+        "a write grant is compiled as written: one on ${CWD} or ${HOME} as a whole lets the "
+        "tool rewrite .git/config and .git/hooks, shell startup files, autostart entries, "
+        "user systemd units and ~/.local/bin, which run unconfined at the user's next git "
+        "command, shell or login (docs/protected-paths.md); cvg's own directories are the "
+        "exception, denied in every plan",
+    ),
+    StandingLimit(
         "terminal",
         "TIOCSTI and TIOCLINUX are refused, but what the tool writes to a terminal reaches "
         "the emulator unfiltered: escape sequences can set its title or, where it allows "
