@@ -148,11 +148,12 @@ def run_record_forged_for_explain_apply(a):
 
 @attack("state", "later", policy="persist", limit="metadata", extra={"later": "cvg-run-record"})
 def runs_directory_made_read_only_hides_next_record(a):
-    """chmod cvg's run records directory read-only: the next cvg-run cannot write its
-    record and exits with its tool's status, leaving nothing for cvg-explain. Not
-    stopped: file metadata is outside Landlock (documented limit), and a record
-    directory that was never writable leaves the tool's status as the answer (cvg-run
-    says it on stderr). As root the later cvg-run writes regardless: not proven."""
+    """chmod cvg's run records directory read-only, so that the next cvg-run cannot
+    write its record. File metadata is outside Landlock, so the chmod is not stopped;
+    the next cvg-run gives the directory back mode 0700 before it runs, so the attack
+    is not proven, confined or not (the chmod's effect is proven as the unprivileged
+    user by test_a_records_directory_a_tool_made_read_only_is_reset in cvg-run's
+    tests). Kept so that a cvg-run that stops resetting the mode shows here."""
     os.chmod(os.path.join(a["state"], "state", "cvg", "runs"), 0o500)
 
 

@@ -87,12 +87,11 @@ STANDING_LIMITS: Final[tuple[StandingLimit, ...]] = (
         "file the tool can only read: treat every read grant as an execute grant",
     ),
     StandingLimit(
-        "protected paths in a write grant",
-        "a write grant is compiled as written: one on ${CWD} or ${HOME} as a whole lets the "
-        "tool rewrite .git/config and .git/hooks, shell startup files, autostart entries, "
-        "user systemd units and ~/.local/bin, which run unconfined at the user's next git "
-        "command, shell or login (docs/protected-paths.md); cvg's own directories are the "
-        "exception, denied in every plan",
+        "protected paths created during a run",
+        "a protected path that does not exist when the run starts (a new .git/hooks entry, "
+        "~/.config/autostart, ~/.local/bin) can be created beneath a write grant: cvg-run "
+        "moves it aside once the tool's tree is gone and exits 122, but until then it is "
+        "there for anything outside the sandbox (docs/protected-paths.md)",
     ),
     StandingLimit(
         "terminal",
