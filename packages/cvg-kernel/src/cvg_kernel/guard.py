@@ -47,7 +47,7 @@ _NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 __all__ = [
-    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "keep_outside",
+    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "Refused", "keep_outside",
     "listen", "read_memory", "take_descriptor", "thread_group",
 ]  # fmt: skip
 
@@ -132,7 +132,9 @@ def _sockopt(fd: int, option: int) -> int:
     return value.value
 
 
-Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed"]
+Guard = Callable[
+    [int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed | Refused"
+]
 
 
 # ------------------------------------------------------------------------ signals
@@ -319,6 +321,24 @@ class Performed:
         self.value = value
         self.install = install
         self.cloexec = cloexec
+
+
+class Refused:
+    """A guard's refusal that says what it refused: ``err`` for the tool's call, the
+    absolute ``path`` the guard checked (the tool's memory is read once, so only the
+    guard knows it), ``entry`` the plan's entry that keeps it out (a denied or
+    protected path, the held directory, the socket path), ``kind`` which one
+    ("denied", "protected", "held", "right", "unix") and, for "right", the missing
+    ``right``. The seccomp notification carries only registers: without this the
+    refusal could be recorded, but not named."""
+
+    def __init__(self, err: int, path: str, kind: str, entry: str = "",
+                 right: str | None = None) -> None:  # fmt: skip
+        self.err = err
+        self.path = path
+        self.kind = kind
+        self.entry = entry
+        self.right = right
 
 
 def _pgid(pid: int) -> int:
