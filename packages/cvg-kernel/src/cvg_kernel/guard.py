@@ -47,7 +47,8 @@ _NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 __all__ = [
-    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "Refused", "keep_outside",
+    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "Refused",
+    "keep_outside",
     "listen", "read_memory", "take_descriptor", "thread_group",
 ]  # fmt: skip
 
@@ -132,9 +133,7 @@ def _sockopt(fd: int, option: int) -> int:
     return value.value
 
 
-Guard = Callable[
-    [int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed | Refused"
-]
+Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed | Refused"]
 
 
 # ------------------------------------------------------------------------ signals

@@ -506,20 +506,17 @@ def _serve(
             nr = notif.data.nr
             if err_answer == 0:
                 continue  # a supervised call performed: nothing was refused
-            on_denial(
-                NotifiedCall(
-                    notif.pid,
-                    nr,
-                    names.get(nr, f"syscall_{nr}"),
-                    tuple(notif.data.args),
-                    _errno.errorcode.get(err_answer, str(err_answer)),
-                    arch,
-                    *(() if refusal is None else (
-                        refusal.path, refusal.kind, refusal.entry or None, refusal.right)),
-                )  # fmt: skip
-            )
+            on_denial(_notified(notif, names.get(nr, f"syscall_{nr}"), err_answer, arch, refusal))
         elif revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
             return Served(answered, abandoned, "hangup")
+
+
+def _notified(notif: SeccompNotif, name: str, err: int, arch: str,
+              refusal: Refused | None) -> NotifiedCall:  # fmt: skip
+    said = () if refusal is None else (refusal.path, refusal.kind, refusal.entry or None,
+                                       refusal.right)  # fmt: skip
+    return NotifiedCall(notif.pid, notif.data.nr, name, tuple(notif.data.args),
+                        _errno.errorcode.get(err, str(err)), arch, *said)  # fmt: skip
 
 
 def _decide(

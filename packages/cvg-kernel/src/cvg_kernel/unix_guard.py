@@ -51,8 +51,15 @@ from typing import Any
 
 from . import libc, syscall_table
 from .guard import (
-    CONTINUE, Guard, Performed, Refused, _signed32, _sockopt, read_memory, take_descriptor,
-)  # fmt: skip
+    CONTINUE,
+    Guard,
+    Performed,
+    Refused,
+    _signed32,
+    _sockopt,
+    read_memory,
+    take_descriptor,
+)
 from .seccomp import MSG_FASTOPEN
 
 _NR = syscall_table.TABLES.get(libc.machine(), {})
@@ -206,7 +213,8 @@ class _Guards:
         return self._on_socket(tid, args[0], pending, raw, act)
 
     def _on_socket(self, tid: int, fd_word: int, pending: Callable[[], bool], raw: bytes,
-                   act: Callable[[int, bytes], int | Performed]) -> int | Performed | Refused:  # fmt: skip
+                   act: Callable[[int, bytes], int | Performed | Refused]
+                   ) -> int | Performed | Refused:  # fmt: skip
         """``act`` on the supervisor's copy of the tool's socket, with a UNIX pathname
         address replaced by /proc/self/fd/N of the socket file it was checked as."""
         try:
