@@ -194,6 +194,31 @@ def test_file_read(box: Box, who: Who) -> None:
     )  # fmt: skip
 
 
+def test_a_read_denied_inside_a_grant_names_the_deny_and_keeps_it(box: Box, who: Who) -> None:
+    token = _token()
+    proj = box.data / "proj"
+    proj.mkdir()
+    proj.chmod(0o755)
+    box.write(proj / "notes.txt", "notes", 0o644)
+    secret = str(box.write(proj / "secret.txt", token, 0o644))
+    policy = default_policy()
+    policy["filesystem"]["read"].append(str(proj))
+    policy["filesystem"]["deny"] = [secret]
+    # Refused by cvg-run's supervisor, which serves the grant around the denied entry:
+    # the cause is the deny, not the read grant, and no fix takes the deny away.
+    planted(
+        box,
+        who,
+        READ_TOOL,
+        lambda: ([secret], _printed(token)),
+        policy,
+        Expect("supervisor", None, "filesystem.deny[0]", "EACCES", None, path=secret),
+    )
+    r = cvg_explain(who, box, str(box.root / "run.json"))
+    e = next(x for x in json.loads(r.stdout)["denials"] if x["denial"]["path"] == secret)
+    assert "denied by filesystem.deny[0]" in e["cause"] and "deliberate" in e["cause"], e
+
+
 def test_file_read_with_a_json_policy(box: Box) -> None:
     token = _token()
     path = str(box.write(box.data / "input.txt", token, 0o644))

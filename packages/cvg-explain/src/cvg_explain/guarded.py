@@ -37,13 +37,14 @@ def guarded(d: Denial, ctx: Context) -> Finding | None:
         entries = _covering(ctx, "deny", path)
         if rule == "filesystem.deny" and entries:  # a plan that did not name the entry
             rule = f"filesystem.deny[{entries[0][0]}]"
-        raw = dict(entries).get(_index(rule))
+        index = _index(rule)
+        raw = dict(entries).get(index) if index is not None else None
         named = f"{rule} ({raw})" if raw else rule
         return Finding(
             f"{d.syscall} was refused {verb} {path}: it is denied by {named}, inside a "
             "grant that covers the rest of its directory (cvg-run's supervisor keeps it "
-            "out); no fix is written, the deny is deliberate: remove the entry only if "
-            "the tool truly needs it",
+            "out); no policy change is written, the deny is deliberate: remove the entry "
+            "only if the tool truly needs it",
             rule,
         )
     if _OWN_STATE in (d.detail or ""):
@@ -58,7 +59,7 @@ def guarded(d: Denial, ctx: Context) -> Finding | None:
         # Landlock would need, as for a refusal of its own.
         return _fs(d.model_copy(update={"mechanism": "landlock_fs"}), ctx)
     return Finding(
-        f"{d.syscall} was refused {verb} {path}: {d.detail.split(';')[0]}; a protected "
+        f"{d.syscall} was refused {verb} {path}: {(d.detail or '').split(';')[0]}; a protected "
         "entry, or a directory kept to hold a denied one out, stays as it is; no fix is "
         "written",
         d.rule,
