@@ -284,7 +284,13 @@ def test_a_record_path_that_is_a_directory_is_refused_before_the_run(
     assert ran.err == f"cvg-run: --record {target}: not a regular file\n"
 
 
-READ = "import sys\ntry:\n    print(open(sys.argv[1]).read())\nexcept OSError as e:\n    print(type(e).__name__)\n"
+READ = """
+import sys
+try:
+    print(open(sys.argv[1]).read())
+except OSError as e:
+    print(type(e).__name__)
+"""
 
 
 def test_under_trace_a_refused_read_of_cvg_s_state_is_named(identity: Identity, box: Box) -> None:
