@@ -194,6 +194,31 @@ def test_file_read(box: Box, who: Who) -> None:
     )  # fmt: skip
 
 
+def test_a_read_denied_inside_a_grant_names_the_deny_and_keeps_it(box: Box, who: Who) -> None:
+    token = _token()
+    proj = box.data / "proj"
+    proj.mkdir()
+    proj.chmod(0o755)
+    box.write(proj / "notes.txt", "notes", 0o644)
+    secret = str(box.write(proj / "secret.txt", token, 0o644))
+    policy = default_policy()
+    policy["filesystem"]["read"].append(str(proj))
+    policy["filesystem"]["deny"] = [secret]
+    # Refused by cvg-run's supervisor, which serves the grant around the denied entry:
+    # the cause is the deny, not the read grant, and no fix takes the deny away.
+    planted(
+        box,
+        who,
+        READ_TOOL,
+        lambda: ([secret], _printed(token)),
+        policy,
+        Expect("supervisor", None, "filesystem.deny[0]", "EACCES", None, path=secret),
+    )
+    r = cvg_explain(who, box, str(box.root / "run.json"))
+    e = next(x for x in json.loads(r.stdout)["denials"] if x["denial"]["path"] == secret)
+    assert "denied by filesystem.deny[0]" in e["cause"] and "deliberate" in e["cause"], e
+
+
 def test_file_read_with_a_json_policy(box: Box) -> None:
     token = _token()
     path = str(box.write(box.data / "input.txt", token, 0o644))
@@ -374,19 +399,7 @@ def test_tcp_with_no_tcp_grant_names_the_rule_but_cannot_know_the_port(box: Box)
         assert "grants no TCP port" in e["cause"] and "unknown" in e["cause"]
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "tcp",
-        "udp",
-        pytest.param("unix", marks=pytest.mark.xfail(
-            strict=True,
-            reason="network.unix: true now reaches only sockets beneath the filesystem "
-            "grants, and the fix cvg-explain offers for a refused socket(AF_UNIX) names no "
-            "socket path: the socket outside the grants is still refused after it",
-        )),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("kind", ["tcp", "udp", "unix"])
 def test_a_send_to_a_listener_outside(box: Box, kind: str) -> None:
     family, type_, addr = {
         "tcp": (socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)),
@@ -399,10 +412,17 @@ def test_a_send_to_a_listener_outside(box: Box, kind: str) -> None:
             target, policy = str(port), _tcp_policy("tcp_connect", 443)
             expect = Expect("landlock_net", "connect_tcp", "network.tcp_connect", "EACCES",
                             [f"+  - {port}"], "high", port=port)  # fmt: skip
+        elif kind == "unix":
+            # A policy that already reaches another socket: the supervisor refuses this
+            # path, and the fix names it (network.unix: true would reach only sockets
+            # beneath the filesystem grants, and this one is outside them).
+            target, policy = str(addr), default_policy()
+            policy["network"]["unix"] = [str(box.root / "other.sock")]
+            expect = Expect("supervisor", None, "network.unix", "EACCES",
+                            [f"+  - {addr}"], "high", path=str(addr))  # fmt: skip
         else:
-            # No inet (or unix) socket is granted at all: the family is refused.
-            target = str(addr) if kind == "unix" else str(listener.address[1])
-            policy = default_policy()
+            # No inet socket is granted at all: the family is refused.
+            target, policy = str(listener.address[1]), default_policy()
             expect = Expect("seccomp", None, f"network.{kind}", "EAFNOSUPPORT",
                             [f"+  {kind}: true"], "high")  # fmt: skip
         planted(box, ROOT, SEND_TOOL, _send_attempt(kind, target, listener), policy, expect)

@@ -95,13 +95,6 @@ def steps(proj: Path) -> Any:
 def test_denied_and_protected_entries_in_a_served_directory(
     identity: pwd.struct_passwd | None, proj: Path, request: pytest.FixtureRequest
 ) -> None:
-    if identity is not None:
-        # Here the supervisor is root (with its file capabilities dropped) and the tool
-        # another user: since the listener handover changed, its guards do not serve that
-        # tool (creating in the served directory is refused). cvg-run's own case, one
-        # user on both sides, is tested in cvg-run's test_run_deny_in_grant.py.
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason="a root supervisor "
-                                "does not serve another user's tool"))  # fmt: skip
     bare = run_tool(steps(proj), identity, "bare")
     assert bare.value["read .env"] == "SECRET" and bare.value["unlink config"] is None
     # Bare changed things: start again from the same files.

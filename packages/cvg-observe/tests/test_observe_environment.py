@@ -41,11 +41,25 @@ def test_cvg_s_virtualenv_is_taken_out(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     env = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv}/bin:/usr/bin:/bin", "X": "1"}
-    taken = without_cvg(env, prefix=str(venv))
-    assert env == {"PATH": "/usr/bin:/bin", "X": "1"}
+    taken = without_cvg(env, prefix=str(venv), base="/usr/bin")
+    assert env == {"PATH": "/usr/bin:/bin", "X": "1"}  # its interpreter's is there already
     assert len(taken) == 2
     other = {"VIRTUAL_ENV": "/elsewhere", "PATH": "/elsewhere/bin:/usr/bin"}
     assert without_cvg(dict(other), prefix=str(venv)) == []
+
+
+def test_cvg_s_virtualenv_gives_way_to_the_interpreter_it_was_made_from(tmp_path: Path) -> None:
+    venv, base, shims = tmp_path / "venv", tmp_path / "python" / "bin", tmp_path / "shims"
+    for d in (venv / "bin", base, shims):
+        d.mkdir(parents=True)
+    for d in (base, shims):  # a shim next on PATH: what python3 would mean without base
+        (d / "python3").write_text("#!/bin/sh\n")
+        (d / "python3").chmod(0o755)
+    env = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv}/bin:{shims}:/usr/bin"}
+    taken = without_cvg(env, prefix=str(venv), base=str(base))
+    assert env == {"PATH": f"{base}:{shims}:/usr/bin"}
+    assert shutil.which("python3", path=env["PATH"]) == str(base / "python3")
+    assert str(base) in taken[-1]
 
 
 def test_an_observed_server_s_settings_are_recorded_and_secrets_are_not(tmp_path: Path) -> None:
@@ -80,7 +94,11 @@ def test_the_tool_does_not_run_in_cvg_s_activated_virtualenv(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert b"venv=\n" in proc.stderr  # the tool's stdout goes to stderr
-    assert b"path=/usr/bin:/bin\n" in proc.stderr
+    # The interpreter the virtualenv was made from takes its place, unless already there.
+    base = os.path.dirname(sys._base_executable)
+    listed = {os.path.realpath(d) for d in ("/usr/bin", "/bin")}
+    expected = "/usr/bin:/bin" if os.path.realpath(base) in listed else f"{base}:/usr/bin:/bin"
+    assert f"path={expected}\n".encode() in proc.stderr
     o = loads(proc.stdout)
     assert isinstance(o, Observation)
     assert any("cvg's own virtualenv" in n for n in o.notes)

@@ -375,3 +375,62 @@ def test_under_trace_the_directory_keeps_working_and_the_entry_stays_out(
         assert got[name] == "EACCES", (name, got)
     assert CANARY not in ran.out
     assert leftovers(proj)[".env"] == CANARY
+
+
+REFUSED_TOOL = r"""
+import errno, json, os, sys
+proj, outside = sys.argv[1], sys.argv[2]
+out = {}
+for name, fn in (("read .env", lambda: open(os.path.join(proj, ".env")).read()),
+                 ("unlink .env", lambda: os.unlink(os.path.join(proj, ".env")) or "OK"),
+                 ("read outside", lambda: open(outside).read())):
+    try:
+        out[name] = fn()
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out), flush=True)
+"""
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_under_trace_the_supervisors_refusals_and_landlocks_are_recorded(
+    box: Box, identity: Identity
+) -> None:
+    make_proj(box.cwd)
+    proj = box.cwd / "proj"
+    outside = box.root / "outside.txt"  # beneath no grant of the policy
+    outside.write_text("outside-canary")
+    outside.chmod(0o644)
+    argv = [PY, "-c", REFUSED_TOOL, str(proj), str(outside)]
+    user = identity
+    bare = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, cwd=box.cwd,
+        user=user.pw_uid if user else None, group=user.pw_gid if user else None,
+    )  # fmt: skip
+    assert results(bare.stdout) == {"read .env": CANARY, "unlink .env": "OK",
+                                    "read outside": "outside-canary"}  # fmt: skip
+    shutil.rmtree(proj)  # the bare run removed .env
+    make_proj(box.cwd)
+
+    record = box.share / "run.json"
+    ran = run_main(["--trace", "--record", str(record), "-p", str(policy_for(box, "write")),
+                    "--", *argv], box=box, user=identity, timeout=120)  # fmt: skip
+    assert ran.rc == 0, ran.err
+    assert results(ran.out) == {name: "EACCES" for name in ("read .env", "unlink .env",
+                                                            "read outside")}  # fmt: skip
+    assert (proj / ".env").read_text() == CANARY
+    denials = [d for d in json.loads(record.read_text())["denials"] if d["mechanism"] != "none"]
+    env = str(proj / ".env")
+    # The supervisor's refusals, named: path, op, errno, the rule that refused them.
+    mine = {(d["op"], d["path"]): d for d in denials if d["mechanism"] == "supervisor"}
+    for op in ("read", "remove"):
+        d = mine[(op, env)]
+        assert (d["errno"], d["rule"]) == ("EACCES", "filesystem.deny[0]"), d
+    assert f"cvg-run: denied: open {env} for read (filesystem.deny[0] denies {env}" in ran.err
+    assert f"cvg-run: denied: remove {env} (filesystem.deny[0] denies {env}" in ran.err
+    # Landlock's, outside every grant, which the supervisor let go on: seen by the trace.
+    lands = [d for d in denials if d["mechanism"] == "landlock_fs"]
+    assert [(d["path"], d["right"], d["rule"]) for d in lands] == [
+        (str(outside), "read_file", "filesystem.read")
+    ], denials
+    assert f"cvg-run: denied: open {outside} for read (no filesystem.read grant" in ran.err

@@ -306,3 +306,41 @@ def test_a_records_directory_a_tool_made_read_only_is_reset(identity: Identity, 
     assert runs.stat().st_mode & 0o777 == 0o700
     statuses = [load_record(p)[0]["exit"]["status"] for p in box.records()]
     assert 7 in statuses
+
+
+READ = """
+import sys
+try:
+    print(open(sys.argv[1]).read())
+except OSError as e:
+    print(type(e).__name__)
+"""
+
+
+def test_under_trace_a_refused_read_of_cvg_s_state_is_named(identity: Identity, box: Box) -> None:
+    """A grant around cvg's state directory: the supervisor refuses the tool's read of
+    it, and the record names cvg's own state as what keeps it out."""
+    local = box.home / ".local"
+    state = local / "state"
+    (state / "cvg").mkdir(parents=True)
+    _own(identity, local, state, state / "cvg")
+    canary = state / "cvg" / "canary.txt"
+    secret = token()
+    canary.write_text(secret)
+    canary.chmod(0o644)
+    argv = [PY, "-c", READ, str(canary)]
+    assert secret in _bare(identity, box, argv)
+
+    policy = make_policy(box.share, filesystem={"write": ["${SCRATCH}", "/dev/null", str(local)]})
+    record = box.share / "run.json"
+    ran = run_main(["--trace", "--record", str(record), "-p", str(policy), "--", *argv],
+                   box=box, user=identity, env={"XDG_STATE_HOME": str(state)},
+                   timeout=120)  # fmt: skip
+    assert ran.rc == 0, ran.err
+    assert secret not in ran.out and "PermissionError" in ran.out
+    denials = [d for d in load_record(record)[0]["denials"] if d.get("path") == str(canary)]
+    assert [(d["mechanism"], d["op"], d["errno"], d.get("rule")) for d in denials] == [
+        ("supervisor", "read", "EACCES", None)
+    ], denials
+    assert "cvg's own state" in denials[0]["detail"]
+    assert f"cvg-run: denied: open {canary} for read ({canary.parent} is cvg's own state" in ran.err

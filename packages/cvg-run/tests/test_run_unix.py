@@ -13,6 +13,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runhelp import ABI_ENV, PY, Box, make_policy, run_main
@@ -100,7 +101,8 @@ def test_unix_reaches_only_what_the_policy_names(
 
     named = [n for n in names if "/named." in n]
     policy = make_policy(box.share, network={"unix": True if unix == "true" else named})
-    argv = ["--trace"] if trace else []
+    record = box.share / "run.json"
+    argv = ["--trace", "--record", str(record)] if trace else []
     ran = run_main([*argv, "-p", str(policy), "--", PY, "-c", SCRIPT, *names], box=box,
                    user=identity, env={ABI_ENV: cap})  # fmt: skip
     assert ran.rc == 0, ran.err
@@ -112,3 +114,21 @@ def test_unix_reaches_only_what_the_policy_names(
         else:
             assert got[name] == 13, got  # EACCES, what Landlock's resolve_unix gives
             assert _reached(s) == []
+    if trace:
+        _refusals_recorded(json.loads(record.read_text()), ran.err,
+                           [n for n in names if n not in named])  # fmt: skip
+
+
+def _refusals_recorded(record: dict[str, Any], err: str, refused: list[str]) -> None:
+    """Each socket path the supervisor refused is a denial naming it and network.unix,
+    said on stderr too. (With Landlock ABI 9 and unix: true the kernel checks instead.)"""
+    if "unix" not in record["plan"]["seccomp"].get("supervise", []):
+        assert record["plan"]["landlock"]["abi"] >= 9, record["plan"]["seccomp"]
+        return
+    by_path = {d.get("path"): d for d in record["denials"]}
+    for name in refused:
+        d = by_path.get(name)
+        assert d is not None, (name, record["denials"])
+        assert (d["mechanism"], d["rule"], d["errno"]) == ("supervisor", "network.unix", "EACCES")
+        assert d["op"] == ("send" if name.endswith(".dgram") else "connect"), d
+        assert f"cvg-run: denied: {d['op']} unix socket {name} (network.unix does not name" in err

@@ -124,6 +124,7 @@ PLAN: dict[str, Any] = {
             "rule": "filesystem.read[0]",
             "path": "/home/ann",
             "denied": ["/home/ann/.ssh"],
+            "denied_by": ["filesystem.deny[0]"],
             "rules": 7,
             "access": ["read_file", "read_dir"],
             "held": ["/home/ann"],

@@ -552,6 +552,11 @@ def _infer_rlimit(d: Denial) -> str | None:
 
 
 def _supervisor(d: Denial, ctx: Context) -> Finding:
+    from .guarded import guarded  # it builds on this module's findings
+
+    found = guarded(d, ctx)
+    if found is not None:
+        return found
     rule = d.rule or ""
     right = d.right or ""
     if "processes" in rule or right in ("processes", "nproc"):

@@ -9,7 +9,13 @@ from typing import Literal
 
 from cvg_schema import Policy
 
-__all__ = ["Change", "Context"]
+__all__ = ["Change", "Context", "deliberate"]
+
+
+def deliberate(rule: str | None) -> bool:
+    """Whether a denial's rule is a ``filesystem.deny`` entry: refused on purpose, so no
+    fix is written (the only one would be removing the deny)."""
+    return rule is not None and (rule == "filesystem.deny" or rule.startswith("filesystem.deny["))
 
 
 @dataclass(frozen=True)

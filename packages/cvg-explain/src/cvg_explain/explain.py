@@ -23,6 +23,7 @@ from cvg_schema.io import digest
 from cvg_schema.run import Connection, Denial, RunRecord
 
 from .attribute import Change, Context, Finding, attribute, attribute_connection
+from .change import deliberate
 from .diff import unified_diff
 from .risk import LEVELS
 from .yamledit import EditError, add_host, add_item, set_value
@@ -266,11 +267,15 @@ def _summary(record: RunRecord, items: list[_Explained]) -> str:
     high = [i for i in fixable if i.denial.risk is not None and i.denial.risk.level == "high"]
     n = len(items)
     parts = [f"{n} denial{'s' if n != 1 else ''}", f"{len(fixable)} with a fix"]
-    unwritten = [i for i in items if i.denial.fix is None and i.denial.rule is not None]
+    unfixed = [i for i in items if i.denial.fix is None and i.denial.rule is not None]
+    denied = [i for i in unfixed if deliberate(i.denial.rule)]
+    unwritten = [i for i in unfixed if not deliberate(i.denial.rule)]
     if unwritten:
         parts.append(f"{len(unwritten)} needing a value only you know")
-    if n - len(fixable) - len(unwritten):
-        parts.append(f"{n - len(fixable) - len(unwritten)} that no policy change allows")
+    if denied:
+        parts.append(f"{len(denied)} denied on purpose (filesystem.deny)")
+    if n - len(fixable) - len(unfixed):
+        parts.append(f"{n - len(fixable) - len(unfixed)} that no policy change allows")
     if high:
         parts.append(f"{len(high)} fix{'es' if len(high) != 1 else ''} rated high risk")
     return ", ".join(parts) + (note if noise else "")

@@ -16,6 +16,8 @@ from cvg_schema import Explanation
 from cvg_schema.explanation import ExplainedDenial
 from cvg_schema.run import Denial, RunRecord
 
+from .change import deliberate
+
 __all__ = ["TIMELINE_NOTE", "render_html"]
 
 TIMELINE_NOTE = (
@@ -124,6 +126,8 @@ def _denial(e: ExplainedDenial) -> list[str]:
         pairs.append(("fix", _diff(e.fix)))
     elif e.rule is None:
         pairs.append(("fix", "none: no policy change allows this"))
+    elif deliberate(e.rule):
+        pairs.append(("fix", f"none written: <code>{_e(e.rule)}</code> denies it on purpose"))
     else:
         pairs.append(("fix", f"not written: <code>{_e(e.rule)}</code> needs a value this run "
                              "did not show"))  # fmt: skip

@@ -5,6 +5,8 @@ from __future__ import annotations
 from cvg_schema import Explanation
 from cvg_schema.run import Denial
 
+from .change import deliberate
+
 __all__ = ["render_text"]
 
 
@@ -31,6 +33,8 @@ def render_text(explanation: Explanation, record_name: str | None = None) -> str
         if e.fix is None:
             if e.rule is None:
                 lines.append("  fix:   none (no policy change allows this)")
+            elif deliberate(e.rule):
+                lines.append(f"  fix:   none written: {e.rule} denies it on purpose")
             else:
                 # The rule is known but not its value (a port the tool never named).
                 lines.append(f"  fix:   not written: {e.rule} needs a value this run did not show")

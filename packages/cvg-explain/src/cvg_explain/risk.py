@@ -126,6 +126,12 @@ def risk_of(
             return RiskNote(
                 "high", "UDP sockets reach any host and port (DNS tunnelling, exfiltration)"
             )
+        if field == "unix" and change.op == "add":
+            return RiskNote(
+                "high",
+                f"the tool may reach the service listening on {value}, outside the sandbox, "
+                "and whatever that service does for its clients",
+            )
         if field == "unix":
             return RiskNote(
                 "high",

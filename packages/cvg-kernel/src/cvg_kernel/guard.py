@@ -47,7 +47,8 @@ _NR = syscall_table.TABLES.get(libc.machine(), {})
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 __all__ = [
-    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "keep_outside",
+    "CONTINUE", "GUARDS", "SIGNAL_CALLS", "Deferred", "Guard", "Performed", "Refused",
+    "keep_outside",
     "listen", "read_memory", "take_descriptor", "thread_group",
 ]  # fmt: skip
 
@@ -132,7 +133,7 @@ def _sockopt(fd: int, option: int) -> int:
     return value.value
 
 
-Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed"]
+Guard = Callable[[int, tuple[int, ...], Callable[[], bool]], "int | Deferred | Performed | Refused"]
 
 
 # ------------------------------------------------------------------------ signals
@@ -243,12 +244,26 @@ def read_memory(tid: int, address: int, size: int) -> bytes:
     """``size`` bytes of thread ``tid``'s memory at ``address`` (fewer where the
     mapping ends; OSError when none can be read). What a guard reads there may change
     the moment after: a guard decides on these bytes and acts on them itself, never
-    lets the tool's call go on reading the same memory again."""
-    fd = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.pread(fd, size, address)
-    finally:
-        os.close(fd)
+    lets the tool's call go on reading the same memory again.
+
+    process_vm_readv, not /proc/TID/mem: that file is mode 0600 and the tool's, so a
+    root supervisor serving another user's tool could open it only with
+    CAP_DAC_OVERRIDE, which the paths guards drop (they meet the file modes the tool
+    meets); every read after that failed, and the calls went on unserved. Both need
+    the same ptrace access, which the supervisor, the tool's ancestor, has."""
+    if size <= 0:
+        return b""
+    buf = ctypes.create_string_buffer(size)
+    local = _Iovec(ctypes.addressof(buf), size)
+    remote = _Iovec(address, size)
+    got = libc.syscall(_NR["process_vm_readv"], ctypes.c_long(tid), ctypes.byref(local),
+                       ctypes.c_ulong(1), ctypes.byref(remote), ctypes.c_ulong(1),
+                       ctypes.c_ulong(0))  # fmt: skip
+    return buf.raw[:got]
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
 def _read(tid: int, address: int, size: int) -> ctypes.Array[ctypes.c_char]:
@@ -319,6 +334,24 @@ class Performed:
         self.value = value
         self.install = install
         self.cloexec = cloexec
+
+
+class Refused:
+    """A guard's refusal that says what it refused: ``err`` for the tool's call, the
+    absolute ``path`` the guard checked (the tool's memory is read once, so only the
+    guard knows it), ``entry`` the plan's entry that keeps it out (a denied or
+    protected path, the held directory, the socket path), ``kind`` which one
+    ("denied", "protected", "held", "right", "unix") and, for "right", the missing
+    ``right``. The seccomp notification carries only registers: without this the
+    refusal could be recorded, but not named."""
+
+    def __init__(self, err: int, path: str, kind: str, entry: str = "",
+                 right: str | None = None) -> None:  # fmt: skip
+        self.err = err
+        self.path = path
+        self.kind = kind
+        self.entry = entry
+        self.right = right
 
 
 def _pgid(pid: int) -> int:

@@ -77,7 +77,7 @@ from .seccomp import AUDIT_ARCH, GROUP_CALLS
 # The guards' types only for the type checker: importing guard costs plans without one.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .guard import Deferred, Guard, Performed
+    from .guard import Deferred, Guard, Performed, Refused
 
 # include/uapi/linux/seccomp.h
 SECCOMP_GET_NOTIF_SIZES = 3
@@ -178,6 +178,11 @@ class NotifiedCall(Record):
     args: tuple[int, ...]  # all six registers, unsigned 64-bit
     errno: str  # the errno name the call got, e.g. "EPERM"
     arch: str
+    # A guard's refusal (cvg_kernel.guard.Refused): what it checked and why it refused.
+    path: str | None = None
+    refused: str | None = None  # "denied", "protected", "held", "right", "unix"
+    entry: str | None = None
+    right: str | None = None
 
 
 class Served(Record):
@@ -409,7 +414,7 @@ def _serve(
     # answers EBUSY; the plain program never does.
     if len(program) > 6 and tuple(program[6]) == (RET_K, 0, 0, ret_errno(_errno.EBUSY)):
         raise NotifyError("serve needs the plain ERRNO program, not the notifying one")
-    from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred, Performed
+    from .guard import CONTINUE, GUARDS, SIGNAL_CALLS, Deferred, Performed, Refused
 
     table = syscall_table.TABLES.get(arch, {})
     names_of = {"signal": (*SIGNAL_CALLS, "fcntl", "ioctl"), **GROUP_CALLS}
@@ -461,8 +466,11 @@ def _serve(
                 raise OSError(err, f"SECCOMP_IOCTL_NOTIF_RECV: {os.strerror(err)}")
             guard = guards.get(notif.data.nr)
             after = None
+            refusal = None
             if guard is not None:
                 decided = _decide(guard, listener_fd, notif)
+                if isinstance(decided, Refused):
+                    refusal, decided = decided, decided.err
                 if isinstance(decided, Performed):
                     if _performed(listener_fd, notif.id, decided, resp_ptr, resp):
                         answered += 1
@@ -498,21 +506,22 @@ def _serve(
             nr = notif.data.nr
             if err_answer == 0:
                 continue  # a supervised call performed: nothing was refused
-            on_denial(
-                NotifiedCall(
-                    notif.pid,
-                    nr,
-                    names.get(nr, f"syscall_{nr}"),
-                    tuple(notif.data.args),
-                    _errno.errorcode.get(err_answer, str(err_answer)),
-                    arch,
-                )
-            )
+            on_denial(_notified(notif, names.get(nr, f"syscall_{nr}"), err_answer, arch, refusal))
         elif revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
             return Served(answered, abandoned, "hangup")
 
 
-def _decide(guard: Guard, listener_fd: int, notif: SeccompNotif) -> int | Deferred | Performed:
+def _notified(notif: SeccompNotif, name: str, err: int, arch: str,
+              refusal: Refused | None) -> NotifiedCall:  # fmt: skip
+    said = () if refusal is None else (refusal.path, refusal.kind, refusal.entry or None,
+                                       refusal.right)  # fmt: skip
+    return NotifiedCall(notif.pid, notif.data.nr, name, tuple(notif.data.args),
+                        _errno.errorcode.get(err, str(err)), arch, *said)  # fmt: skip
+
+
+def _decide(
+    guard: Guard, listener_fd: int, notif: SeccompNotif
+) -> int | Deferred | Performed | Refused:
     nid = ctypes.c_uint64(notif.id)
 
     def pending() -> bool:

@@ -45,7 +45,7 @@ from . import libc, syscall_table
 from .caps import _LINUX_CAPABILITY_VERSION_3 as _CAP_VERSION_3
 from .caps import _Data as _CapData
 from .caps import _Header as _CapHeader
-from .guard import CONTINUE, Guard, Performed, _signed32, read_memory, take_descriptor
+from .guard import CONTINUE, Guard, Performed, Refused, _signed32, read_memory, take_descriptor
 from .landlock import _OpenHow
 
 __all__ = ["PathGuards"]
@@ -164,6 +164,26 @@ def _inodes(paths: Iterable[str], limit: int = 10000) -> set[Inode]:
                         continue
                     out.add((s.st_dev, s.st_ino))
     return out
+
+
+def _refusal(tree: _Tree, full: str, right: str | None = None) -> Refused:
+    """EACCES for ``full``, naming what refused it: the denied or protected entry it is
+    in, the grant's missing ``right``, or the held directory it is (or is made in)."""
+    what = tree.what(full)
+    if what in ("denied", "protected"):
+        entries = tree.denied if what == "denied" else tree.protected
+        return Refused(_errno.EACCES, full, what, next(e for e in entries if _in(full, e)))
+    if right is not None and right not in tree.access:
+        return Refused(_errno.EACCES, full, "right", tree.root, right)
+    return Refused(_errno.EACCES, full, "held", full if what == "held" else posixpath.dirname(full))
+
+
+class _NoRight(PermissionError):
+    """The grant lacks ``right`` for what the call would do."""
+
+    def __init__(self, right: str) -> None:
+        super().__init__(_errno.EACCES, f"no {right} right")
+        self.right = right
 
 
 class _Loop(Exception):
@@ -343,38 +363,42 @@ class PathGuards:
         flags &= 0xFFFFFFFF
         what = tree.what(place.full)
         if what == "denied":
-            return _errno.EACCES
+            return _refusal(tree, place.full)
         accmode = flags & os.O_ACCMODE
         tmpfile = flags & _O_TMPFILE == _O_TMPFILE
         writes = accmode != os.O_RDONLY or bool(flags & (os.O_CREAT | os.O_TRUNC)) or tmpfile
         if what == "protected" and writes:
-            return _errno.EACCES
+            return _refusal(tree, place.full)
         if accmode != os.O_RDONLY and "write_file" not in tree.access:
-            return _errno.EACCES
+            return _refusal(tree, place.full, "write_file")
         creating = bool(flags & os.O_CREAT) and not tmpfile
         if tmpfile and "make_reg" not in tree.access:
-            return _errno.EACCES
+            return _refusal(tree, place.full, "make_reg")
         keep = flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_CLOEXEC)
         rel = place.rel + ("/" if place.slash and place.rel else "")
         try:
             fd, made = self._opened(tid, tree, rel, keep, flags, mode, creating)
         except _Loop:
             return CONTINUE
+        except _NoRight as e:
+            return _refusal(tree, place.full, e.right)
         except OSError as e:
             return _failed(e.errno or _errno.EIO)
         try:
             st = os.fstat(fd)
             inode = (st.st_dev, st.st_ino)
-            if inode in tree.secret or (writes and inode in tree.frozen):
-                return _errno.EACCES
+            if inode in tree.secret:
+                return Refused(_errno.EACCES, place.full, "denied")  # a hard link to one
+            if writes and inode in tree.frozen:
+                return Refused(_errno.EACCES, place.full, "protected")
             if not flags & os.O_PATH and accmode != os.O_WRONLY:
                 right = "read_dir" if stat.S_ISDIR(st.st_mode) else "read_file"
                 if right not in tree.access:
-                    return _errno.EACCES
+                    return _refusal(tree, place.full, right)
             cut = flags & os.O_TRUNC and accmode != os.O_RDONLY and not made
             if cut and stat.S_ISREG(st.st_mode):
                 if "truncate" not in tree.access:
-                    return _errno.EACCES
+                    return _refusal(tree, place.full, "truncate")
                 os.ftruncate(fd, 0)
             answer = Performed(install=fd, cloexec=bool(flags & os.O_CLOEXEC))
             fd = -1
@@ -398,7 +422,7 @@ class PathGuards:
             try:
                 return self._beneath(tree, rel, keep), False
             except FileNotFoundError:
-                raise PermissionError(_errno.EACCES, "no right to create") from None
+                raise _NoRight("make_reg") from None
         self._as_tool(tid)
         for _ in range(8):  # made and removed meanwhile by another thread: try again
             try:
@@ -424,7 +448,9 @@ class PathGuards:
             return _errno.EPERM  # device nodes: never, as without the sandbox for the tool
         if tree.what(place.full) != "plain" or right not in tree.access:
             # A held directory's own name exists: EEXIST, as the kernel would say.
-            return _failed(_errno.EEXIST) if tree.what(place.full) == "held" else _errno.EACCES
+            if tree.what(place.full) == "held":
+                return _failed(_errno.EEXIST)
+            return _refusal(tree, place.full, right)
         if not place.rel:
             return _failed(_errno.EEXIST)
         opened = self._parent_or_answer(place)
@@ -451,7 +477,7 @@ class PathGuards:
             return CONTINUE
         right = "remove_dir" if flags & _AT_REMOVEDIR else "remove_file"
         if tree.what(place.full) != "plain" or right not in tree.access or not place.rel:
-            return _errno.EACCES
+            return _refusal(tree, place.full, right)
         opened = self._parent_or_answer(place)
         if not isinstance(opened, tuple):
             return opened
@@ -519,10 +545,9 @@ class PathGuards:
         assert tree is not None
         if flags & _RENAME_WHITEOUT:
             return _errno.EPERM
-        if tree.what(src.full) != "plain" or tree.what(dst.full) != "plain":
-            return _errno.EACCES
-        if not src.rel or not dst.rel:
-            return _errno.EACCES  # the root itself
+        for end in (src, dst):
+            if tree.what(end.full) != "plain" or not end.rel:  # not rel: the root itself
+                return _refusal(tree, end.full)
         opened = self._parents(src, dst)
         if not isinstance(opened, tuple):
             return opened
@@ -541,7 +566,7 @@ class PathGuards:
                 if i == 1:
                     need = {"remove_dir" if kind == stat.S_IFDIR else "remove_file"}
                 if not need <= tree.access:
-                    return _errno.EACCES
+                    return _refusal(tree, (src, dst)[i].full, min(need - tree.access))
             libc.syscall(
                 _NR["renameat2"], ctypes.c_long(sp), ctypes.c_char_p(os.fsencode(sname)),
                 ctypes.c_long(dp), ctypes.c_char_p(os.fsencode(dname)),
@@ -563,15 +588,18 @@ class PathGuards:
                 dst = self._place(tid, newdirfd, new, pending)
             except OSError:
                 return CONTINUE
-            return _errno.EACCES if dst.served else CONTINUE
+            if dst.served and dst.tree is not None:
+                return _refusal(dst.tree, dst.full)
+            return CONTINUE
         ends = self._two(tid, olddirfd, old, newdirfd, new, pending)
         if isinstance(ends, int):
             return ends
         src, dst = ends
         tree = src.tree
         assert tree is not None
-        if tree.what(src.full) != "plain" or tree.what(dst.full) != "plain":
-            return _errno.EACCES
+        for end in (src, dst):
+            if tree.what(end.full) != "plain":
+                return _refusal(tree, end.full)
         opened = self._parents(src, dst)
         if not isinstance(opened, tuple):
             return opened
@@ -579,12 +607,15 @@ class PathGuards:
         try:
             st = os.stat(sname, dir_fd=sp, follow_symlinks=False)
             if stat.S_ISLNK(st.st_mode) and flags & _AT_SYMLINK_FOLLOW:
-                return _errno.EACCES  # what it names is judged where it leads, not here
+                # What it names is judged where it leads, not here.
+                return _refusal(tree, dst.full)
             inode = (st.st_dev, st.st_ino)
             if inode in tree.secret or inode in tree.frozen:
-                return _errno.EACCES
-            if _MAKE.get(stat.S_IFMT(st.st_mode), "make_reg") not in tree.access:
-                return _errno.EACCES
+                return Refused(_errno.EACCES, src.full, "denied" if inode in tree.secret
+                               else "protected")  # fmt: skip
+            right = _MAKE.get(stat.S_IFMT(st.st_mode), "make_reg")
+            if right not in tree.access:
+                return _refusal(tree, dst.full, right)
             os.link(sname, dname, src_dir_fd=sp, dst_dir_fd=dp, follow_symlinks=False)
             return 0
         except OSError as e:
@@ -605,7 +636,7 @@ class PathGuards:
         if tree is None or not place.served:
             return CONTINUE
         if tree.what(place.full) != "plain" or "make_sym" not in tree.access:
-            return _errno.EACCES
+            return _refusal(tree, place.full, "make_sym")
         opened = self._parent_or_answer(place)
         if not isinstance(opened, tuple):
             return opened
@@ -624,7 +655,7 @@ class PathGuards:
         if place is None or tree is None:
             return CONTINUE
         if tree.what(place.full) != "plain" or "truncate" not in tree.access:
-            return _errno.EACCES
+            return _refusal(tree, place.full, "truncate")
         try:
             fd = self._beneath(tree, place.rel, os.O_WRONLY)
         except _Loop:
@@ -634,7 +665,8 @@ class PathGuards:
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) in tree.secret | tree.frozen:
-                return _errno.EACCES
+                kind = "denied" if (st.st_dev, st.st_ino) in tree.secret else "protected"
+                return Refused(_errno.EACCES, place.full, kind)
             os.ftruncate(fd, args[1] & 0xFFFFFFFFFFFFFFFF)
             return 0
         except OSError as e:

@@ -50,7 +50,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import libc, syscall_table
-from .guard import CONTINUE, Guard, Performed, _signed32, _sockopt, read_memory, take_descriptor
+from .guard import (
+    CONTINUE,
+    Guard,
+    Performed,
+    Refused,
+    _signed32,
+    _sockopt,
+    read_memory,
+    take_descriptor,
+)
 from .seccomp import MSG_FASTOPEN
 
 _NR = syscall_table.TABLES.get(libc.machine(), {})
@@ -93,6 +102,14 @@ def _read_exact(tid: int, address: int, size: int) -> bytes:
     return data
 
 
+class _NotNamed(PermissionError):
+    """A socket path the plan's ``unix`` section does not name."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(_errno.EACCES, f"{path} is not a socket the plan names")
+        self.path = path
+
+
 def _open_target(tid: int, path: bytes, reach: Reach) -> int:
     """An O_PATH descriptor of the socket ``path`` names for thread ``tid``, once the
     path it resolved to is one ``reach`` allows; OSError with the tool's errno."""
@@ -106,7 +123,7 @@ def _open_target(tid: int, path: bytes, reach: Reach) -> int:
     try:
         resolved = os.readlink(f"/proc/self/fd/{fd}")
         if not reach.allows(resolved):
-            raise PermissionError(_errno.EACCES, f"{resolved} is not a socket the plan names")
+            raise _NotNamed(resolved)
         if not stat.S_ISSOCK(os.fstat(fd).st_mode):
             raise ConnectionRefusedError(_errno.ECONNREFUSED, f"{resolved} is not a socket")
     except BaseException:
@@ -175,7 +192,7 @@ class _Guards:
         self.ports = ports  # None: TCP connect is not checked by port
 
     def connect(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
-                ) -> int | Performed:  # fmt: skip
+                ) -> int | Performed | Refused:  # fmt: skip
         size = _signed32(args[2])
         if not 0 <= size <= _MAX_ADDR:
             return _errno.EINVAL
@@ -196,7 +213,8 @@ class _Guards:
         return self._on_socket(tid, args[0], pending, raw, act)
 
     def _on_socket(self, tid: int, fd_word: int, pending: Callable[[], bool], raw: bytes,
-                   act: Callable[[int, bytes], int | Performed]) -> int | Performed:  # fmt: skip
+                   act: Callable[[int, bytes], int | Performed | Refused]
+                   ) -> int | Performed | Refused:  # fmt: skip
         """``act`` on the supervisor's copy of the tool's socket, with a UNIX pathname
         address replaced by /proc/self/fd/N of the socket file it was checked as."""
         try:
@@ -208,6 +226,8 @@ class _Guards:
             if raw and _sockopt(mine, socket.SO_DOMAIN) == AF_UNIX:
                 raw, target = _target_address(tid, raw, self.reach)
             return act(mine, raw)
+        except _NotNamed as e:
+            return Refused(_errno.EACCES, e.path, "unix", e.path)
         except OSError as e:
             return e.errno or _errno.EPERM
         finally:
@@ -216,7 +236,7 @@ class _Guards:
                 os.close(target)
 
     def sendto(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
-               ) -> int | Performed:  # fmt: skip
+               ) -> int | Performed | Refused:  # fmt: skip
         flags = args[3] & 0xFFFFFFFF
         if flags & MSG_FASTOPEN:
             return _errno.EPERM
@@ -236,7 +256,7 @@ class _Guards:
 
     def _send(self, tid: int, fd_word: int, pending: Callable[[], bool],
               message: tuple[list[bytes], bytes, bytes], flags: int
-              ) -> int | Performed:  # fmt: skip
+              ) -> int | Performed | Refused:  # fmt: skip
         chunks, raw, control = message
         return self._on_socket(
             tid, fd_word, pending, raw,
@@ -244,7 +264,7 @@ class _Guards:
         )  # fmt: skip
 
     def sendmsg(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
-                ) -> int | Performed:  # fmt: skip
+                ) -> int | Performed | Refused:  # fmt: skip
         flags = args[2] & 0xFFFFFFFF
         early = _not_performed(tid, args[0], pending, flags)
         if early is not None:
@@ -252,7 +272,7 @@ class _Guards:
         return self._send_message(tid, args[0], args[1], pending, flags)
 
     def _send_message(self, tid: int, fd_word: int, address: int, pending: Callable[[], bool],
-                      flags: int) -> int | Performed:  # fmt: skip
+                      flags: int) -> int | Performed | Refused:  # fmt: skip
         try:
             chunks, raw, control = _message(tid, address)
             control = _translate(tid, control, pending)
@@ -264,7 +284,7 @@ class _Guards:
             _close_translated(control)
 
     def sendmmsg(self, tid: int, args: tuple[int, ...], pending: Callable[[], bool]
-                 ) -> int | Performed:  # fmt: skip
+                 ) -> int | Performed | Refused:  # fmt: skip
         flags = args[3] & 0xFFFFFFFF
         early = _not_performed(tid, args[0], pending, flags)
         if early is not None:

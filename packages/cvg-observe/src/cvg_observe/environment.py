@@ -15,7 +15,8 @@ named like a secret is recorded without its value.
 Learning from inside an activated cvg virtualenv would otherwise make cvg part of the
 tool: its ``bin`` first on PATH finds cvg's own interpreter, which reads cvg's sources.
 So the tool is run without cvg's virtualenv: ``VIRTUAL_ENV`` (when it is cvg's) and
-cvg's ``bin`` directory on PATH are taken out of its environment.
+cvg's ``bin`` directory on PATH are taken out of its environment, the directory of the
+interpreter the virtualenv was made from taking the place of ``bin`` on PATH.
 """
 
 from __future__ import annotations
@@ -63,11 +64,21 @@ def given(env: Mapping[str, str], parent: Mapping[str, str]) -> dict[str, str | 
     return out
 
 
-def without_cvg(env: dict[str, str], prefix: str = sys.prefix) -> list[str]:
+def without_cvg(
+    env: dict[str, str], prefix: str = sys.prefix, base: str | None = None
+) -> list[str]:
     """Take cvg's own virtualenv (``prefix``, when it is one) out of ``env``; what was
-    taken out, one line each."""
+    taken out, one line each.
+
+    Its ``bin`` on PATH gives way to ``base``, the directory of the interpreter the
+    virtualenv was made from (``sys._base_executable``), unless PATH holds that
+    already: ``python3`` then still means the interpreter the user's shell runs, without
+    cvg's packages, and not whatever comes next on PATH (a version manager's shim, a
+    shell script that runs a dozen programs and would be learned as the tool)."""
     if prefix == sys.base_prefix and prefix == sys.prefix:
         return []
+    if base is None:
+        base = os.path.dirname(getattr(sys, "_base_executable", "") or "") or None
     taken: list[str] = []
     real = os.path.realpath(prefix)
     venv = env.get("VIRTUAL_ENV")
@@ -78,8 +89,21 @@ def without_cvg(env: dict[str, str], prefix: str = sys.prefix) -> list[str]:
     bin_dir = os.path.realpath(os.path.join(prefix, "bin"))
     path = env.get("PATH")
     if path:
-        kept = [d for d in path.split(":") if not d or os.path.realpath(d) != bin_dir]
-        if len(kept) != len(path.split(":")):
+        dirs = path.split(":")
+        listed = {os.path.realpath(d) for d in dirs if d}
+        stand_in = base if base and os.path.realpath(base) not in listed else None
+        kept: list[str] = []
+        for d in dirs:
+            if d and os.path.realpath(d) == bin_dir:
+                if stand_in is not None:
+                    kept.append(stand_in)
+                    stand_in = None
+                continue
+            kept.append(d)
+        if kept != dirs:
             env["PATH"] = ":".join(kept)
-            taken.append(f"{os.path.join(prefix, 'bin')} from PATH")
+            line = f"{os.path.join(prefix, 'bin')} from PATH"
+            if base and base in kept and os.path.realpath(base) not in listed:
+                line += f" ({base}, where its interpreter comes from, in its place)"
+            taken.append(line)
     return taken

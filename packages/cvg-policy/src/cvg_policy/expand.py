@@ -381,6 +381,7 @@ def apply_denies(
                 rule=grant.addresses[0],
                 path=grant.path,
                 denied=[d.path for d in within if d.mode == "deny"],
+                denied_by=[d.address for d in within if d.mode == "deny"],
                 rules=len(rules),
                 access=_order_rights(grant.access),
                 held=held,

@@ -115,8 +115,11 @@ def _parser() -> argparse.ArgumentParser:
         "denial on stderr as it happens, each failed call in the record's denials with the "
         "mechanism that refused it and the policy rule that would grant it; failures that "
         "are the tool's own (ENOENT on a probe, file modes) are recorded with mechanism "
-        "none and not printed. Needs strace (exit 125 without it); CVG_TRACE_MODE=ptrace "
-        "or bpf picks another way of tracing (see cvg_run.tracing.tracer)",
+        "none and not printed; refusals by cvg-run's supervisor (a denied entry inside a "
+        "grant, a socket path network.unix does not list) have mechanism supervisor. Needs "
+        "strace (exit 125 without it); a policy with a deny inside a grant is traced in "
+        "ptrace mode, slower; CVG_TRACE_MODE=ptrace or bpf picks another way of tracing "
+        "(see cvg_run.tracing.tracer)",
     )
     p.add_argument("--record", metavar="PATH", help="write the cvg.run record here")
     p.add_argument(

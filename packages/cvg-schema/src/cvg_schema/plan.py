@@ -438,6 +438,15 @@ class Expansion(CvgModel):
         default_factory=list,
         description="The `filesystem.deny` paths inside it that stay denied.",
     )
+    denied_by: list[str] = Field(
+        default_factory=list,
+        description=(
+            "For each `denied` path, in the same order, the entry that denies it: "
+            "`filesystem.deny[N]`, or `cvg's own state` (cvg's config, cache and state "
+            "directories, denied by every compiled policy). Named in the run record when "
+            "the supervisor refuses a call there."
+        ),
+    )
     rules: int = Field(ge=0, description="How many rules replaced the one grant.")
     access: list[FsRight] = Field(
         default_factory=list,

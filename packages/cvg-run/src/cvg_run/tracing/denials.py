@@ -16,6 +16,7 @@ from cvg_trace.events import RawEvent, Tracker
 from cvg_trace.parse import Record, TraceParser, parse_fd, string_arg
 
 from .judge import Judge, Verdict
+from .supervised import Served, call_op
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class DenialLog:
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.judge = Judge(plan, variables)
+        self.served = Served(plan)
         self.parser = TraceParser()
         self.tracker = Tracker(variables.get("CWD"), skip_execs=1)
         self.tracker.parser = self.parser
@@ -81,6 +83,17 @@ class DenialLog:
         self.notified += 1
         name = str(call.name)
         args = tuple(call.args)
+        registers = ", ".join(hex(a) for a in args)
+        detail = f"{name}({registers}) = -1 {call.errno}"
+        if getattr(call, "refused", None) is not None and call.path:
+            # A guard refused it and said what it checked: a path it resolved.
+            op, what = call_op(name, args)
+            event = RawEvent(call.pid, op, name, str(call.errno), time.time(), path=call.path)
+            if call.refused == "unix":
+                event.family, event.address = "unix", call.path
+            self._add(event, self.served.verdict(call, what.format(path=call.path)), None,
+                      detail)  # fmt: skip
+            return
         event = RawEvent(call.pid, "other", name, str(call.errno), time.time())
         if name == "socket" and len(args) >= 2:
             event.op = "socket"
@@ -88,8 +101,7 @@ class DenialLog:
             event.family = _FAMILY_NAMES.get(family, family)
             event.sock_type = _TYPE_NAMES.get(args[1] & 0xF)
         verdict = self.judge(event, from_seccomp=True)
-        registers = ", ".join(hex(a) for a in args)
-        self._add(event, verdict, None, f"{name}({registers}) = -1 {call.errno}")
+        self._add(event, verdict, None, detail)
 
     def line(self, line: str) -> None:
         """One line of the trace."""
@@ -152,6 +164,10 @@ class DenialLog:
         return None
 
     def _judge(self, event: RawEvent, rec: Record | None) -> None:
+        if event.result in ("EACCES", "EPERM") and self.served.decided(
+            event.op, event.path or event.address, event.family
+        ):
+            return  # the supervisor refused it: its notification says why
         flags = mode = ""
         if rec is not None:
             flags, mode = _flags(rec)

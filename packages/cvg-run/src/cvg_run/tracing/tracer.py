@@ -30,6 +30,13 @@ Three modes (``CVG_TRACE_MODE``), named in ``-v`` output:
   complete; for kernels or setups where the notification channel is not available.
 - ``bpf``: ``--seccomp-bpf`` without the channel. Seccomp denials are not seen.
 
+A plan with held directories (seccomp ``paths``: a deny inside a grant) sends every
+call that names a path to the supervisor, and a user notification wins over strace's
+``--seccomp-bpf`` stop: the calls the supervisor lets go on, which Landlock may then
+refuse, would never reach the trace. Such a plan is traced in ``ptrace`` mode instead
+of the default. The refusals the supervisor makes itself come with the notification,
+which names the path and the plan entry behind them (:mod:`.supervised`).
+
 Every mode pays a fixed cost on top of the untraced run: strace's start and the
 launcher's (a Python interpreter importing cvg_kernel, every one of its opens
 traced; the plan itself is prepared by cvg-run, outside strace, and the launcher
@@ -161,6 +168,12 @@ class Tracer:
         # every mode: without a listener the filter would answer them ENOSYS.
         spec = plan.get("seccomp")
         self.supervised = tuple(spec.get("supervise") or ()) if isinstance(spec, dict) else ()
+        chosen = mode or os.environ.get("CVG_TRACE_MODE")
+        if self.mode == "notify" and "paths" in self.supervised and not chosen:
+            # Every call naming a path goes to the supervisor, whose notification beats
+            # strace's --seccomp-bpf stop: the calls it lets go on, and Landlock then
+            # refuses, would be seen by nobody. Stopping on every call sees them.
+            self.mode = "ptrace"
         self._paths: Any = None
         if "paths" in self.supervised:
             from ..guarding import paths_guards
