@@ -23,6 +23,7 @@ import http.server
 import json
 import os
 import re
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -38,8 +39,18 @@ def start_http(root: str, port: int) -> http.server.ThreadingHTTPServer:
         def log_message(self, *args: Any) -> None:
             pass
 
+    class Shared(http.server.ThreadingHTTPServer):
+        # A workload's sessions run side by side (its gapped sessions on B wait together),
+        # each with its own copy of the same site on the one port its policies name: each
+        # listens, and the kernel hands each connection to one of them.
+        allow_reuse_port = True
+
+        def server_bind(self) -> None:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            super().server_bind()
+
     handler = functools.partial(Quiet, directory=root)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = Shared(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
