@@ -11,6 +11,7 @@ directory, another scratch directory and for another home.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -87,6 +88,12 @@ SYSTEM_TOP: Final = "/usr/"
 """Installed trees resolve beneath this (a tree that leads elsewhere is not one)."""
 
 
+@functools.lru_cache(maxsize=4)
+def _shared_roots(top: str) -> tuple[str, ...]:
+    """:data:`SHARED_ROOTS` beneath ``top`` (:data:`SYSTEM_TOP`, which tests move)."""
+    return tuple(os.path.join(top, os.path.relpath(root, "/usr")) for root in SHARED_ROOTS)
+
+
 def installed_tree(path: str) -> str | None:
     """The installed tree ``path`` (a file read, existing here) lies in: the first
     directory below a shared root (or below its multiarch directory, or below a
@@ -94,8 +101,9 @@ def installed_tree(path: str) -> str | None:
     it; else None (a file directly in a shared directory, such as a library in
     ``/usr/lib/x86_64-linux-gnu``, is no tree)."""
     p = posixpath.normpath(path)
-    for root in SHARED_ROOTS:
-        root = os.path.join(SYSTEM_TOP, os.path.relpath(root, "/usr"))
+    if not p.startswith(SYSTEM_TOP):
+        return None
+    for root in _shared_roots(SYSTEM_TOP):
         if not p.startswith(root + "/"):
             continue
         rest = p[len(root) + 1 :].split("/")
@@ -141,6 +149,7 @@ class PathContext:
         # A trace names the same few thousand files over and over: each is resolved
         # once per observation (realpath's lstat walk was a tenth of the run).
         self._resolved: dict[tuple[str, bool], str] = {}
+        self._dirs: dict[str, str] = {}
 
     def learn(self, paths: Iterable[str]) -> None:
         """Note which paths are directories: every parent of a path seen."""
@@ -165,10 +174,36 @@ class PathContext:
         path = posixpath.normpath(path)
         if not path.startswith("/") or is_per_process(path):
             return path
-        if follow:
-            return os.path.realpath(path)
         head, tail = posixpath.split(path)
-        return posixpath.join(os.path.realpath(head), tail) if tail else path
+        if not tail:
+            return path
+        joined = posixpath.join(self._real_dir(head), tail)
+        # realpath resolves one component after another, so the directory's resolution
+        # is realpath's own up to the last component, which only a link changes.
+        if follow and os.path.islink(joined):
+            return os.path.realpath(path)
+        return joined
+
+    def _real_dir(self, directory: str) -> str:
+        """``os.path.realpath(directory)``, each directory resolved once from its
+        parent's resolution: a tree walk names a few directories many times over."""
+        found = self._dirs.get(directory)
+        if found is not None:
+            return found
+        pending = []
+        d = directory
+        while found is None:
+            head, tail = posixpath.split(d)
+            if not tail:
+                found = self._dirs[d] = d
+                break
+            pending.append((d, tail))
+            d = head
+            found = self._dirs.get(d)
+        for d, tail in reversed(pending):
+            joined = posixpath.join(found, tail)
+            found = self._dirs[d] = os.path.realpath(d) if os.path.islink(joined) else joined
+        return found
 
     def to_policy(self, path: str) -> str:
         """A resolved path in policy form (``${CWD}/out/a.txt``)."""
