@@ -146,9 +146,8 @@ class PathContext:
         self.home = obs.home
         self.created_dirs: set[str] = set()
         self.parents: set[str] = set()
-        # A trace names the same few thousand files over and over: each is resolved
-        # once per observation (realpath's lstat walk was a tenth of the run).
-        self._resolved: dict[tuple[str, bool], str] = {}
+        # Each directory's resolution, made once from its parent's: a tree walk names
+        # each of its hundreds of thousands of files once, their directories many times.
         self._dirs: dict[str, str] = {}
 
     def learn(self, paths: Iterable[str]) -> None:
@@ -164,20 +163,18 @@ class PathContext:
     def resolve(self, path: str, *, follow: bool = True) -> str:
         """The path with symlinks resolved as far as it exists here; the last component
         is kept as it is when ``follow`` is false (a name being created or removed)."""
-        key = (path, follow)
-        found = self._resolved.get(key)
-        if found is None:
-            found = self._resolved[key] = self._resolve(path, follow)
-        return found
+        return self._resolve(path, follow)
 
     def _resolve(self, path: str, follow: bool) -> str:
         path = posixpath.normpath(path)
         if not path.startswith("/") or is_per_process(path):
             return path
-        head, tail = posixpath.split(path)
-        if not tail:
-            return path
-        joined = posixpath.join(self._real_dir(head), tail)
+        cut = path.rfind("/")
+        tail = path[cut + 1 :]
+        if not tail:  # "/" or "//"
+            return os.path.realpath(path) if follow else path
+        head = self._real_dir(path[:cut] or "/")
+        joined = head + tail if head.endswith("/") else f"{head}/{tail}"
         # realpath resolves one component after another, so the directory's resolution
         # is realpath's own up to the last component, which only a link changes.
         if follow and os.path.islink(joined):
@@ -185,8 +182,8 @@ class PathContext:
         return joined
 
     def _real_dir(self, directory: str) -> str:
-        """``os.path.realpath(directory)``, each directory resolved once from its
-        parent's resolution: a tree walk names a few directories many times over."""
+        """``os.path.realpath(directory)`` (normalised, absolute), each directory
+        resolved once, from its parent's resolution."""
         found = self._dirs.get(directory)
         if found is not None:
             return found
@@ -195,7 +192,7 @@ class PathContext:
         while found is None:
             head, tail = posixpath.split(d)
             if not tail:
-                found = self._dirs[d] = d
+                found = self._dirs[d] = os.path.realpath(d)  # "/", or "//"
                 break
             pending.append((d, tail))
             d = head

@@ -277,6 +277,13 @@ _ANY_SYSTEM_GLOB: Final = re.compile(
 _SYSTEM_TREES: Final = tuple(p.rstrip("*") + "/" for p in SYSTEM_SECRETS)
 _ANY_SECRET_WORD: Final = re.compile("|".join(re.escape(w) for w in SECRET_WORDS)).search
 _SECRET_WORD_NAMES: Final = frozenset(n for w in SECRET_WORDS for n in (w, w + "s"))
+# Any part of a path named like one of SECRET_NAMES (globs of literals and `*`, which
+# stays within the part): one search over the whole path instead of one per part.
+_ANY_PART_NAMED: Final = re.compile(
+    "(?s)(?:^|/)(?:"
+    + "|".join("[^/]*".join(map(re.escape, name.split("*"))) for name in SECRET_NAMES)
+    + ")(?=/|$)"
+).search
 
 
 def _beneath(trees: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -304,6 +311,9 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
         for pattern in SYSTEM_SECRETS:
             if fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern.rstrip("*") + "/"):
                 return f"{pattern} holds system secrets"
+    lowered = path.lower()
+    if not _ANY_PART_NAMED(lowered) and not _ANY_SECRET_WORD(lowered):
+        return None  # nothing below could name it: no part's name, no word in any part
     parts = [p for p in path.split("/") if p]
     if _public_certificate(path):
         return None
