@@ -303,7 +303,7 @@ class _Builder:
             )
         cwd_var_ok = cwd_var_ok and self.workspace
         pids = {e.pid for e in obs.events if e.pid is not None}
-        reads: dict[str, list[tuple[Event, str]]] = {}
+        reads: dict[str, list[Event]] = {}
         for e in obs.events:
             decoy = _marked_never(e)
             if decoy is not None:
@@ -423,7 +423,7 @@ class _Builder:
         ctx: PathContext,
         name: str | None,
         pids: set[int],
-        reads: dict[str, list[tuple[Event, str]]],
+        reads: dict[str, list[Event]],
         cwd_ok: bool,
     ) -> None:
         ok = e.result == "ok" or e.denied_while_learning
@@ -455,7 +455,7 @@ class _Builder:
             # The name as opened (its directory resolved): a library's SONAME link
             # outlives the versioned file it points at today.
             concrete = ctx.resolve(e.path, follow=False)
-            reads.setdefault(concrete, []).append((e, concrete))
+            reads.setdefault(concrete, []).append(e)
         elif op == "write":
             self._write_file(e, ctx.resolve(e.path, follow=False), ctx, name, cwd_ok)
         elif op == "create":
@@ -546,7 +546,7 @@ class _Builder:
 
     def _reads(
         self,
-        reads: dict[str, list[tuple[Event, str]]],
+        reads: dict[str, list[Event]],
         ctx: PathContext,
         name: str | None,
         cwd_ok: bool,
@@ -555,19 +555,19 @@ class _Builder:
         files: dict[str, list[str]] = {}
         for concrete, events in reads.items():
             target = ctx.to_policy(concrete)
-            e = events[0][0]
+            e = events[0]
             if cwd_ok and within(target, "${CWD}"):
                 r = self.rule(self.fs["read"], "${CWD}")
                 r.why = "the working directory is the tool's workspace: everything it read there"
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
             if within(target, "${SCRATCH}"):
                 r = self.rule(self.fs["write"], "${SCRATCH}")
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
-            listed = next((ev for ev, _ in events if ev.directory), None)
+            listed = next((ev for ev in events if ev.directory), None)
             if listed is not None or ctx.is_dir(concrete):
                 if is_broad(target):
                     self.note(
@@ -580,7 +580,7 @@ class _Builder:
                     "a directory the tool listed or walked, read as a tree: another input "
                     "reads other entries of it"
                 )
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
             tree = installed_tree(concrete)
@@ -596,7 +596,7 @@ class _Builder:
                     ctx.to_policy(tree),
                     why,
                     name,
-                    *(ev for ev, _ in events),
+                    *events,
                     traced=True,
                 )
                 continue
@@ -612,7 +612,7 @@ class _Builder:
                 )
             for concrete in members:
                 rule = r if widen else self.rule(self.fs["read"], ctx.to_policy(concrete))
-                for ev, _ in reads[concrete]:
+                for ev in reads[concrete]:
                     rule.traced(ev, name)
 
     def _executables(

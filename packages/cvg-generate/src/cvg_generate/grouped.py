@@ -206,9 +206,10 @@ class _Events:
 
     def __init__(self, wanted: set[str]) -> None:
         self.wanted = wanted
-        self.shapes: dict[bytes, tuple[int, tuple[Any, ...]]] = {}  # JSON -> (number, fields)
-        # (shape number, path) -> [fields, path, count, last kept]
-        self.groups: dict[tuple[int, str | None], list[Any]] = {}
+        # JSON -> (fields, its groups by path). A group is its one occurrence until a
+        # second comes (most of a tree walk's come once), then [fields, path, count,
+        # last kept occurrence].
+        self.shapes: dict[bytes, tuple[tuple[Any, ...], dict[str | None, Any]]] = {}
         self.kept: list[Occurrence] = []
         self.ids = _Ids()
         self.n = 0
@@ -223,7 +224,7 @@ class _Events:
     def add(self, values: list[Any]) -> None:
         """Group each event of ``values`` (in the order of the trace). One loop with
         everything it touches in locals: it runs once per event of the trace."""
-        groups, shapes, kept, kept_at = self.groups, self.shapes, self.kept, self.kept_at
+        shapes, kept, kept_at = self.shapes, self.kept, self.kept_at
         wanted, bits, other = self.wanted, self.ids.bits, self.ids.other
         dumps, serial, valid_id, occurrence = orjson.dumps, _SERIAL, _ID, Occurrence
         i = self.n
@@ -260,21 +261,29 @@ class _Events:
             shape = shapes.get(key)
             if shape is None:
                 shape = self._shape(ev, eid, t, path, key)
-            group = groups.get((shape[0], path))
+            fields, groups = shape
+            group = groups.get(path)
             if group is None:
-                group = groups[shape[0], path] = [shape[1], path, 0, None]
-            count = group[2]
-            group[2] = count + 1
-            keep = count < KEPT or eid in wanted
-            if keep:
-                occ = occurrence(shape[1], eid, t)
+                keep = True
+                occ = groups[path] = occurrence(fields, eid, t)
                 occ.path = path
                 kept.append(occ)
                 kept_at.append(i)
-                if count < KEPT:
-                    group[3] = occ
-                else:
-                    group[2] -= 1  # counted by itself, not on the group's last kept one
+            else:
+                if type(group) is not list:
+                    group = groups[path] = [fields, path, 1, group]
+                count = group[2]
+                group[2] = count + 1
+                keep = count < KEPT or eid in wanted
+                if keep:
+                    occ = occurrence(fields, eid, t)
+                    occ.path = path
+                    kept.append(occ)
+                    kept_at.append(i)
+                    if count < KEPT:
+                        group[3] = occ
+                    else:
+                        group[2] -= 1  # counted by itself, not on the group's last kept one
             if t is not None:
                 if t > self.hi:
                     self.hi = t
@@ -287,7 +296,7 @@ class _Events:
 
     def _shape(
         self, ev: dict[str, Any], eid: str, t: float | None, path: str | None, key: bytes
-    ) -> tuple[int, tuple[Any, ...]]:
+    ) -> tuple[tuple[Any, ...], dict[str | None, Any]]:
         """A new shape: its first event validated, its fields kept."""
         try:
             event = Event.model_validate({**ev, "id": eid, "time": t, "path": path})
@@ -295,7 +304,8 @@ class _Events:
             raise Unexpected("an event does not validate") from None
         fields = tuple(getattr(event, name) for name in _FIELDS)
         # A copy of the key: orjson's output keeps its whole working buffer (some 4 KB).
-        shape = self.shapes[bytes(memoryview(key))] = (len(self.shapes), fields)
+        shape: tuple[tuple[Any, ...], dict[str | None, Any]] = (fields, {})
+        self.shapes[bytes(memoryview(key))] = shape
         return shape
 
     def finish(self) -> list[Occurrence]:
@@ -307,9 +317,10 @@ class _Events:
             self.kept.insert(at, occ)
             self.kept_at.insert(at, i)
             group[2] -= 1
-        for _fields, _path, count, last in self.groups.values():
-            if count > KEPT:
-                last.weight += count - KEPT
+        for _fields, groups in self.shapes.values():
+            for group in groups.values():
+                if type(group) is list and group[2] > KEPT:
+                    group[3].weight += group[2] - KEPT
         return self.kept
 
 
