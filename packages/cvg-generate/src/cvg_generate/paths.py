@@ -165,8 +165,8 @@ class PathContext:
         is kept as it is when ``follow`` is false (a name being created or removed)."""
         return self._resolve(path, follow)
 
-    def _resolve(self, path: str, follow: bool) -> str:
-        path = posixpath.normpath(path)
+    def _resolve(self, given: str, follow: bool) -> str:
+        path = posixpath.normpath(given)
         if not path.startswith("/") or is_per_process(path):
             return path
         cut = path.rfind("/")
@@ -179,7 +179,8 @@ class PathContext:
         # is realpath's own up to the last component, which only a link changes.
         if follow and os.path.islink(joined):
             return os.path.realpath(path)
-        return joined
+        # The string the event holds when nothing changed: one copy of each path.
+        return given if joined == given else joined
 
     def _real_dir(self, directory: str) -> str:
         """``os.path.realpath(directory)`` (normalised, absolute), each directory
