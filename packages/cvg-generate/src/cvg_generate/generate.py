@@ -483,7 +483,7 @@ class _Builder:
         target = ctx.to_policy(concrete)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target) or _is_home(concrete, ctx):
+        if ctx.is_broad(target) or _is_home(concrete, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole",
                 times=_weight(e),
@@ -503,7 +503,7 @@ class _Builder:
         target = ctx.to_policy(d)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target) or _is_home(d, ctx):
+        if ctx.is_broad(target) or _is_home(d, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
                 "whole, which is never granted",
@@ -569,7 +569,7 @@ class _Builder:
                 continue
             listed = next((ev for ev in events if ev.directory), None)
             if listed is not None or ctx.is_dir(concrete):
-                if is_broad(target):
+                if ctx.is_broad(target):
                     self.note(
                         f"not granted: {_summary(e)} [{e.id}]: listing {target} would need "
                         "read on all of it"
@@ -584,7 +584,7 @@ class _Builder:
                     r.traced(ev, name)
                 continue
             tree = installed_tree(concrete)
-            if tree is not None and not is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
+            if tree is not None and not ctx.is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
                 pkg = package_index().package_of(concrete)
                 why = "an installed program's tree of data or modules: another input reads " + (
                     f"other files of it ({concrete} is of the package {pkg.name})"
@@ -603,7 +603,7 @@ class _Builder:
             files.setdefault(parent(concrete), []).append(concrete)
         for d, members in files.items():
             target_dir = ctx.to_policy(d)
-            widen = len(members) >= SIBLINGS and not is_broad(target_dir)
+            widen = len(members) >= SIBLINGS and not ctx.is_broad(target_dir)
             if widen:
                 r = self.rule(self.fs["read"], target_dir)
                 r.why = r.why or (

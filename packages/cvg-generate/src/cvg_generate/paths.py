@@ -182,6 +182,12 @@ class PathContext:
         # The string the event holds when nothing changed: one copy of each path.
         return given if joined == given else joined
 
+    def is_broad(self, path: str) -> bool:
+        """:func:`is_broad`, its realpath the directories' own (resolved once each)."""
+        return path in BROAD or (
+            path.startswith("/") and self._real_dir(posixpath.normpath(path)) in BROAD
+        )
+
     def _real_dir(self, directory: str) -> str:
         """``os.path.realpath(directory)`` (normalised, absolute), each directory
         resolved once, from its parent's resolution."""
