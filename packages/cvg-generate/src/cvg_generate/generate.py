@@ -584,7 +584,11 @@ class _Builder:
                     r.traced(ev, name)
                 continue
             tree = installed_tree(concrete)
-            if tree is not None and not ctx.is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
+            if (
+                tree is not None
+                and not ctx.is_broad(ctx.to_policy(tree))
+                and _clean(tree, obs_home)
+            ):
                 pkg = package_index().package_of(concrete)
                 why = "an installed program's tree of data or modules: another input reads " + (
                     f"other files of it ({concrete} is of the package {pkg.name})"
