@@ -84,7 +84,7 @@ def _fast_init() -> Callable[..., None]:
         "    self.weight = 1\n"
     )
     namespace: dict[str, Any] = {}
-    exec(code, namespace)  # noqa: S102 (the code is made from the model's field names)
+    exec(code, namespace)  # the code is made from the model's field names alone
     return cast(Callable[..., None], namespace["__init__"])
 
 
@@ -97,6 +97,10 @@ class Occurrence:
 
     __slots__ = (*_FIELDS, "weight")
     __init__ = _fast_init()
+    id: str
+    time: float | None
+    path: str | None
+    weight: int
 
     def __repr__(self) -> str:
         return f"Occurrence({self.id!r}, x{self.weight})"
@@ -262,7 +266,7 @@ class _Events:
             if shape is None:
                 shape = self._shape(ev, eid, t, path, key)
             fields, groups = shape
-            group = groups.get(path)
+            group: Any = groups.get(path)
             if group is None:
                 keep = True
                 occ = groups[path] = occurrence(fields, eid, t)
