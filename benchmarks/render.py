@@ -482,6 +482,19 @@ def render_targets(data: dict[str, Any]) -> list[str]:
             size["median_s"] <= limit_s, at)  # fmt: skip
         row(f"{label}: peak RSS", f"{size['peak_rss_mb']:.1f} MB", f"<= {limit_mb:.1f} MB",
             size["peak_rss_mb"] <= limit_mb, at)  # fmt: skip
+    walk = None if gen is None else gen.get("walk")
+    if walk is not None:
+        at = when(gen["measured_at"])
+        label = (
+            f"`cvg-generate`, a {walk['events']:,}-event tree walk ({walk['unique_paths']:,} paths)"
+        )
+        ratio = walk["targets"]["at_most_4x_json_load"]
+        rss = walk["targets"]["at_most_200mb"]
+        limit = f"<= {_value(ratio['limit'], 'x')}"
+        row(f"{label} / `json.load` of it, per-round median", _value(ratio["value"], "x"),
+            limit, meets(ratio["value"], ratio["limit"]), at)  # fmt: skip
+        row(f"{label}: peak RSS", f"{rss['value']:.1f} MB", f"<= {rss['limit']:.1f} MB",
+            meets(rss["value"], rss["limit"]), at)  # fmt: skip
     return lines
 
 

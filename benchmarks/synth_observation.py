@@ -127,3 +127,56 @@ def observation(events: int) -> dict[str, Any]:
         "exit_status": 0,
         "peak_rss_kb": 51200,
     }
+
+
+CORPUS = "/srv/corpus"
+"""The tree :func:`tree_walk` walks: outside the project and the home, so each of its
+paths is judged and resolved as itself, not folded into the workspace."""
+
+_FANOUT = 12
+"""Subdirectories per directory of the walked tree, and :data:`_FILES` files in each."""
+_FILES = 24
+
+
+def _walk_event(n: int, op: str, path: str, **more: Any) -> dict[str, Any]:
+    syscall = {"stat": "newfstatat", "write": "openat", "create": "openat"}.get(op, "openat")
+    return {
+        "id": f"e{n}",
+        "pid": 2000 + n % 4,
+        "time": 1_700_000_000 + n / 1e4,
+        **_file(op, path, syscall=syscall, **more),
+    }
+
+
+def tree_walk(events: int) -> dict[str, Any]:
+    """An observation of a tool walking a big tree (an indexer, ``find -exec``, a
+    backup): each directory listed, each file stat'ed and most of them read, once
+    each; an index written in the project every so many files, a few ENOENT probes.
+    Nearly every event names a path of its own: 300k events name ~260k paths."""
+    obs = observation(1)
+    evs = obs["events"]
+    dirs = [CORPUS]
+    d = 0
+    while len(evs) < events:
+        here = dirs[d]
+        d += 1
+        evs.append(_walk_event(len(evs) + 1, "read", here, directory=True))
+        dirs.extend(f"{here}/d{k}" for k in range(_FANOUT))
+        for k in range(_FILES):
+            if len(evs) >= events:
+                break
+            path = f"{here}/f{k}.txt"
+            n = len(evs) + 1
+            if n % 7 == 0:
+                evs.append(_walk_event(n, "stat", path))
+            elif n % 11 == 0:
+                evs.append(_walk_event(n, "stat", path))
+                evs.append(_walk_event(n + 1, "read", path))
+            elif n % 97 == 0:
+                evs.append(_walk_event(n, "stat", path + ".meta", result="ENOENT"))
+            else:
+                evs.append(_walk_event(n, "read", path))
+            if n % 53 == 0:
+                evs.append(_walk_event(len(evs) + 1, "write", f"{CWD}/index/part{n % 400}.idx"))
+    del evs[events:]
+    return obs

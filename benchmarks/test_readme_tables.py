@@ -179,6 +179,14 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
             "measured_at": at,
             "target": {"events": 10, "max_s": 10.0, "max_rss_mb": 200.0},
             "sizes": [{"events": 10, "median_s": 7.5, "peak_rss_mb": 250.0}],
+            "walk": {
+                "events": 30,
+                "unique_paths": 25,
+                "targets": {
+                    "at_most_4x_json_load": {"value": 9.5, "limit": 4.0, "met": True},
+                    "at_most_200mb": {"value": 150.0, "limit": 200.0, "met": False},
+                },
+            },
         },
     }
     rows = {line.split(" | ")[0].lstrip("| "): line for line in render.render_targets(data)}
@@ -196,6 +204,10 @@ def test_targets_say_met_unmet_worst_and_not_recorded() -> None:
     gen = [line for line in rows.values() if "cvg-generate" in line]
     assert "7.50 s | <= 10.00 s | **yes**" in gen[0]
     assert "250.0 MB | <= 200.0 MB | **no**" in gen[1]
+    # The tree walk's rows, judged from value and limit, not the recorded flag.
+    assert "30-event tree walk (25 paths)" in gen[2]
+    assert "9.50x | <= 4.00x | **no**" in gen[2]
+    assert "150.0 MB | <= 200.0 MB | **yes**" in gen[3]
 
 
 def test_met_is_decided_from_value_and_limit(tmp_path: Path) -> None:

@@ -23,12 +23,12 @@ from cvg_schema.io import dumps
 SYNTH = Path(__file__).resolve().parents[3] / "benchmarks" / "synth_observation.py"
 
 
-def _synth(events: int) -> dict[str, Any]:
+def _synth(events: int, kind: str = "observation") -> dict[str, Any]:
     spec = importlib.util.spec_from_file_location("synth_observation", SYNTH)
     assert spec is not None and spec.loader is not None, f"cannot load {SYNTH}"
     module: ModuleType = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.observation(events)  # type: ignore[no-any-return]
+    return getattr(module, kind)(events)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,16 @@ def test_a_long_trace_is_grouped_and_gives_the_same_policy(
     assert len(events) < 0.8 * len(synth["events"]), "little was grouped"
     weights = sum(e.weight for e in events)  # type: ignore[attr-defined]
     assert weights == len(synth["events"]), "the kept events do not stand for them all"
+
+
+def test_a_tree_walk_of_paths_named_once_gives_the_same_policy(tmp_path: Path) -> None:
+    walk = _synth(6000, "tree_walk")
+    got = _compare(tmp_path, orjson.dumps(walk))
+    events = got[0].obs.events
+    paths = {e["path"] for e in walk["events"]}
+    assert len(paths) > 0.85 * len(walk["events"]), "not a walk: too few distinct paths"
+    assert [e.path for e in events] == [e["path"] for e in walk["events"]]
+    assert sum(e.weight for e in events) == len(walk["events"])  # type: ignore[attr-defined]
 
 
 def test_pretty_printed_json_gives_the_same_policy(synth: dict[str, Any], tmp_path: Path) -> None:
@@ -165,6 +175,13 @@ def _bad(synth: dict[str, Any], how: str) -> bytes:
         events[15500]["colour"] = "blue"
     elif how == "bool time":
         events[14500]["time"] = True
+    # Of a shape seen before: the path alone decides.
+    elif how == "long path":
+        events[15200]["path"] = "/" + "a" * 5000
+    elif how == "path not a string":
+        events[15300]["path"] = 7
+    elif how == "negative time":
+        events[14700]["time"] = -1.0
     elif how == "dangling executable":
         doc["executables"][0]["event_id"] = "e999999"
     elif how == "not an observation":
@@ -187,6 +204,9 @@ def _bad(synth: dict[str, Any], how: str) -> bytes:
         "invalid op",
         "unknown field",
         "bool time",
+        "long path",
+        "path not a string",
+        "negative time",
         "dangling executable",
         "not an observation",
         "events not a list",

@@ -303,7 +303,7 @@ class _Builder:
             )
         cwd_var_ok = cwd_var_ok and self.workspace
         pids = {e.pid for e in obs.events if e.pid is not None}
-        reads: dict[str, list[tuple[Event, str]]] = {}
+        reads: dict[str, list[Event]] = {}
         for e in obs.events:
             decoy = _marked_never(e)
             if decoy is not None:
@@ -423,7 +423,7 @@ class _Builder:
         ctx: PathContext,
         name: str | None,
         pids: set[int],
-        reads: dict[str, list[tuple[Event, str]]],
+        reads: dict[str, list[Event]],
         cwd_ok: bool,
     ) -> None:
         ok = e.result == "ok" or e.denied_while_learning
@@ -455,7 +455,7 @@ class _Builder:
             # The name as opened (its directory resolved): a library's SONAME link
             # outlives the versioned file it points at today.
             concrete = ctx.resolve(e.path, follow=False)
-            reads.setdefault(concrete, []).append((e, concrete))
+            reads.setdefault(concrete, []).append(e)
         elif op == "write":
             self._write_file(e, ctx.resolve(e.path, follow=False), ctx, name, cwd_ok)
         elif op == "create":
@@ -483,7 +483,7 @@ class _Builder:
         target = ctx.to_policy(concrete)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target) or _is_home(concrete, ctx):
+        if ctx.is_broad(target) or _is_home(concrete, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: write on {target} as a whole",
                 times=_weight(e),
@@ -503,7 +503,7 @@ class _Builder:
         target = ctx.to_policy(d)
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
-        if is_broad(target) or _is_home(d, ctx):
+        if ctx.is_broad(target) or _is_home(d, ctx):
             self.note(
                 f"not granted: {_summary(e)} [{e.id}]: it needs write on {target} as a "
                 "whole, which is never granted",
@@ -546,7 +546,7 @@ class _Builder:
 
     def _reads(
         self,
-        reads: dict[str, list[tuple[Event, str]]],
+        reads: dict[str, list[Event]],
         ctx: PathContext,
         name: str | None,
         cwd_ok: bool,
@@ -555,21 +555,21 @@ class _Builder:
         files: dict[str, list[str]] = {}
         for concrete, events in reads.items():
             target = ctx.to_policy(concrete)
-            e = events[0][0]
+            e = events[0]
             if cwd_ok and within(target, "${CWD}"):
                 r = self.rule(self.fs["read"], "${CWD}")
                 r.why = "the working directory is the tool's workspace: everything it read there"
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
             if within(target, "${SCRATCH}"):
                 r = self.rule(self.fs["write"], "${SCRATCH}")
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
-            listed = next((ev for ev, _ in events if ev.directory), None)
+            listed = next((ev for ev in events if ev.directory), None)
             if listed is not None or ctx.is_dir(concrete):
-                if is_broad(target):
+                if ctx.is_broad(target):
                     self.note(
                         f"not granted: {_summary(e)} [{e.id}]: listing {target} would need "
                         "read on all of it"
@@ -580,11 +580,15 @@ class _Builder:
                     "a directory the tool listed or walked, read as a tree: another input "
                     "reads other entries of it"
                 )
-                for ev, _ in events:
+                for ev in events:
                     r.traced(ev, name)
                 continue
             tree = installed_tree(concrete)
-            if tree is not None and not is_broad(ctx.to_policy(tree)) and _clean(tree, obs_home):
+            if (
+                tree is not None
+                and not ctx.is_broad(ctx.to_policy(tree))
+                and _clean(tree, obs_home)
+            ):
                 pkg = package_index().package_of(concrete)
                 why = "an installed program's tree of data or modules: another input reads " + (
                     f"other files of it ({concrete} is of the package {pkg.name})"
@@ -596,14 +600,14 @@ class _Builder:
                     ctx.to_policy(tree),
                     why,
                     name,
-                    *(ev for ev, _ in events),
+                    *events,
                     traced=True,
                 )
                 continue
             files.setdefault(parent(concrete), []).append(concrete)
         for d, members in files.items():
             target_dir = ctx.to_policy(d)
-            widen = len(members) >= SIBLINGS and not is_broad(target_dir)
+            widen = len(members) >= SIBLINGS and not ctx.is_broad(target_dir)
             if widen:
                 r = self.rule(self.fs["read"], target_dir)
                 r.why = r.why or (
@@ -612,7 +616,7 @@ class _Builder:
                 )
             for concrete in members:
                 rule = r if widen else self.rule(self.fs["read"], ctx.to_policy(concrete))
-                for ev, _ in reads[concrete]:
+                for ev in reads[concrete]:
                     rule.traced(ev, name)
 
     def _executables(

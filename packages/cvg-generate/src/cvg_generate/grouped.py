@@ -29,7 +29,8 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, Final, cast
 
 import orjson
@@ -66,6 +67,25 @@ class _Again(Exception):
 
 
 _FIELDS: Final = tuple(Event.model_fields)
+_PATH: Final = _FIELDS.index("path")
+_MAX_PATH: Final = 4096
+"""Event.path's max_length: the one check a path of an already validated shape needs."""
+
+
+def _fast_init() -> Callable[..., None]:
+    """``Occurrence.__init__``: every field set in one tuple assignment, not a loop (it
+    runs once per kept event, which in a tree walk is nearly every event)."""
+    targets = ", ".join(f"self.{name}" for name in _FIELDS)
+    code = (
+        "def __init__(self, fields, eid, time):\n"
+        f"    {targets}, = fields\n"
+        "    self.id = eid\n"
+        "    self.time = time\n"
+        "    self.weight = 1\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # the code is made from the model's field names alone
+    return cast(Callable[..., None], namespace["__init__"])
 
 
 class Occurrence:
@@ -76,13 +96,11 @@ class Occurrence:
     several times, and a model's memory per event is what this reader saves."""
 
     __slots__ = (*_FIELDS, "weight")
-
-    def __init__(self, fields: tuple[Any, ...], eid: str, time: float | None) -> None:
-        for name, value in zip(_FIELDS, fields, strict=True):
-            object.__setattr__(self, name, value)
-        self.id = eid
-        self.time = time
-        self.weight = 1
+    __init__ = _fast_init()
+    id: str
+    time: float | None
+    path: str | None
+    weight: int
 
     def __repr__(self) -> str:
         return f"Occurrence({self.id!r}, x{self.weight})"
@@ -182,11 +200,20 @@ def _no_constant(name: str) -> Any:
 
 
 class _Events:
-    """The events array, grouped as it is read."""
+    """The events array, grouped as it is read.
+
+    A group's key is its shape (everything but ``id``, ``time`` and ``path``, as JSON)
+    and its path: a tree walk names a path of its own in nearly every event, in a few
+    shapes. Each shape is validated once, with its first event; a path is valid on its
+    own (a string of at most :data:`_MAX_PATH` characters, or null), whatever the rest
+    of its event holds, so an event of a known shape needs only its path checked."""
 
     def __init__(self, wanted: set[str]) -> None:
         self.wanted = wanted
-        self.groups: dict[bytes, list[Any]] = {}  # key -> [fields, count, last kept]
+        # JSON -> (fields, its groups by path). A group is its one occurrence until a
+        # second comes (most of a tree walk's come once), then [fields, path, count,
+        # last kept occurrence].
+        self.shapes: dict[bytes, tuple[tuple[Any, ...], dict[str | None, Any]]] = {}
         self.kept: list[Occurrence] = []
         self.ids = _Ids()
         self.n = 0
@@ -196,19 +223,20 @@ class _Events:
         self.earliest: tuple[int, list[Any], str, float] | None = None
         self.hi = -math.inf
         self.lo = math.inf
-        self.kept_at: list[int] = []
+        self.kept_at = array("q")
 
     def add(self, values: list[Any]) -> None:
         """Group each event of ``values`` (in the order of the trace). One loop with
         everything it touches in locals: it runs once per event of the trace."""
-        groups, kept, kept_at, wanted = self.groups, self.kept, self.kept_at, self.wanted
-        bits, other = self.ids.bits, self.ids.other
+        shapes, kept, kept_at = self.shapes, self.kept, self.kept_at
+        wanted, bits, other = self.wanted, self.ids.bits, self.ids.other
         dumps, serial, valid_id, occurrence = orjson.dumps, _SERIAL, _ID, Occurrence
         i = self.n
         for ev in values:
             try:
                 eid = ev.pop("id")
                 t = ev.pop("time", None)
+                path = ev.pop("path", None)
             except (AttributeError, KeyError, TypeError):
                 raise Unexpected("an event is not an object with an id") from None
             # A repeated id: refused. Serial ids (e123, what cvg-observe writes) as bits.
@@ -224,28 +252,42 @@ class _Events:
                 raise Unexpected("an event id")
             else:
                 other.add(eid)
-            if t is not None and (type(t) is not float or t - t != 0.0):
-                if type(t) is not int or abs(t) >= 2**53:
+            if t is not None and (type(t) is not float or t - t != 0.0 or t < 0):
+                if type(t) is not int or abs(t) >= 2**53 or t < 0:
                     raise Unexpected("an event time")
                 t = float(t)  # as the schema reads it
+            if path is not None and (type(path) is not str or len(path) > _MAX_PATH):
+                raise Unexpected("an event path")
             try:
                 key = dumps(ev)
             except orjson.JSONEncodeError:
                 raise Unexpected("an event value") from None
-            group = groups.get(key)
+            shape = shapes.get(key)
+            if shape is None:
+                shape = self._shape(ev, eid, t, path, key)
+            fields, groups = shape
+            group: Any = groups.get(path)
             if group is None:
-                group = self._group(ev, eid, t, key)
-            count = group[1]
-            group[1] = count + 1
-            keep = count < KEPT or eid in wanted
-            if keep:
-                occ = occurrence(group[0], eid, t)
+                keep = True
+                occ = groups[path] = occurrence(fields, eid, t)
+                occ.path = path
                 kept.append(occ)
                 kept_at.append(i)
-                if count < KEPT:
-                    group[2] = occ
-                else:
-                    group[1] -= 1  # counted by itself, not on the group's last kept one
+            else:
+                if type(group) is not list:
+                    group = groups[path] = [fields, path, 1, group]
+                count = group[2]
+                group[2] = count + 1
+                keep = count < KEPT or eid in wanted
+                if keep:
+                    occ = occurrence(fields, eid, t)
+                    occ.path = path
+                    kept.append(occ)
+                    kept_at.append(i)
+                    if count < KEPT:
+                        group[3] = occ
+                    else:
+                        group[2] -= 1  # counted by itself, not on the group's last kept one
             if t is not None:
                 if t > self.hi:
                     self.hi = t
@@ -256,33 +298,37 @@ class _Events:
             i += 1
         self.n = i
 
-    def _group(self, ev: dict[str, Any], eid: str, t: float | None, key: bytes) -> list[Any]:
-        """A new group: its first event validated, its fields kept."""
-        ev["id"] = eid
-        ev["time"] = t
+    def _shape(
+        self, ev: dict[str, Any], eid: str, t: float | None, path: str | None, key: bytes
+    ) -> tuple[tuple[Any, ...], dict[str | None, Any]]:
+        """A new shape: its first event validated, its fields kept."""
         try:
-            event = Event.model_validate(ev)
+            event = Event.model_validate({**ev, "id": eid, "time": t, "path": path})
         except ValueError:  # pydantic's ValidationError is one
             raise Unexpected("an event does not validate") from None
         fields = tuple(getattr(event, name) for name in _FIELDS)
         # A copy of the key: orjson's output keeps its whole working buffer (some 4 KB).
-        group = self.groups[bytes(memoryview(key))] = [fields, 0, None]
-        return group
+        shape: tuple[tuple[Any, ...], dict[str | None, Any]] = (fields, {})
+        self.shapes[bytes(memoryview(key))] = shape
+        return shape
 
     def finish(self) -> list[Occurrence]:
         for extra in {x[0]: x for x in (self.latest, self.earliest) if x is not None}.values():
             i, group, eid, t = extra
             at = _bisect(self.kept_at, i)
-            self.kept.insert(at, Occurrence(group[0], eid, t))
+            occ = Occurrence(group[0], eid, t)
+            occ.path = group[1]
+            self.kept.insert(at, occ)
             self.kept_at.insert(at, i)
-            group[1] -= 1
-        for _fields, count, last in self.groups.values():
-            if count > KEPT:
-                last.weight += count - KEPT
+            group[2] -= 1
+        for _fields, groups in self.shapes.values():
+            for group in groups.values():
+                if type(group) is list and group[2] > KEPT:
+                    group[3].weight += group[2] - KEPT
         return self.kept
 
 
-def _bisect(xs: list[int], x: int) -> int:
+def _bisect(xs: Sequence[int], x: int) -> int:
     lo, hi = 0, len(xs)
     while lo < hi:
         mid = (lo + hi) // 2

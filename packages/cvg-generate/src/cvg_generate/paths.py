@@ -11,6 +11,7 @@ directory, another scratch directory and for another home.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -87,6 +88,12 @@ SYSTEM_TOP: Final = "/usr/"
 """Installed trees resolve beneath this (a tree that leads elsewhere is not one)."""
 
 
+@functools.lru_cache(maxsize=4)
+def _shared_roots(top: str) -> tuple[str, ...]:
+    """:data:`SHARED_ROOTS` beneath ``top`` (:data:`SYSTEM_TOP`, which tests move)."""
+    return tuple(os.path.join(top, os.path.relpath(root, "/usr")) for root in SHARED_ROOTS)
+
+
 def installed_tree(path: str) -> str | None:
     """The installed tree ``path`` (a file read, existing here) lies in: the first
     directory below a shared root (or below its multiarch directory, or below a
@@ -94,8 +101,9 @@ def installed_tree(path: str) -> str | None:
     it; else None (a file directly in a shared directory, such as a library in
     ``/usr/lib/x86_64-linux-gnu``, is no tree)."""
     p = posixpath.normpath(path)
-    for root in SHARED_ROOTS:
-        root = os.path.join(SYSTEM_TOP, os.path.relpath(root, "/usr"))
+    if not p.startswith(SYSTEM_TOP):
+        return None
+    for root in _shared_roots(SYSTEM_TOP):
         if not p.startswith(root + "/"):
             continue
         rest = p[len(root) + 1 :].split("/")
@@ -138,9 +146,9 @@ class PathContext:
         self.home = obs.home
         self.created_dirs: set[str] = set()
         self.parents: set[str] = set()
-        # A trace names the same few thousand files over and over: each is resolved
-        # once per observation (realpath's lstat walk was a tenth of the run).
-        self._resolved: dict[tuple[str, bool], str] = {}
+        # Each directory's resolution, made once from its parent's: a tree walk names
+        # each of its hundreds of thousands of files once, their directories many times.
+        self._dirs: dict[str, str] = {}
 
     def learn(self, paths: Iterable[str]) -> None:
         """Note which paths are directories: every parent of a path seen."""
@@ -155,20 +163,51 @@ class PathContext:
     def resolve(self, path: str, *, follow: bool = True) -> str:
         """The path with symlinks resolved as far as it exists here; the last component
         is kept as it is when ``follow`` is false (a name being created or removed)."""
-        key = (path, follow)
-        found = self._resolved.get(key)
-        if found is None:
-            found = self._resolved[key] = self._resolve(path, follow)
-        return found
+        return self._resolve(path, follow)
 
-    def _resolve(self, path: str, follow: bool) -> str:
-        path = posixpath.normpath(path)
+    def _resolve(self, given: str, follow: bool) -> str:
+        path = posixpath.normpath(given)
         if not path.startswith("/") or is_per_process(path):
             return path
-        if follow:
+        cut = path.rfind("/")
+        tail = path[cut + 1 :]
+        if not tail:  # "/" or "//"
+            return os.path.realpath(path) if follow else path
+        head = self._real_dir(path[:cut] or "/")
+        joined = head + tail if head.endswith("/") else f"{head}/{tail}"
+        # realpath resolves one component after another, so the directory's resolution
+        # is realpath's own up to the last component, which only a link changes.
+        if follow and os.path.islink(joined):
             return os.path.realpath(path)
-        head, tail = posixpath.split(path)
-        return posixpath.join(os.path.realpath(head), tail) if tail else path
+        # The string the event holds when nothing changed: one copy of each path.
+        return given if joined == given else joined
+
+    def is_broad(self, path: str) -> bool:
+        """:func:`is_broad`, its realpath the directories' own (resolved once each)."""
+        return path in BROAD or (
+            path.startswith("/") and self._real_dir(posixpath.normpath(path)) in BROAD
+        )
+
+    def _real_dir(self, directory: str) -> str:
+        """``os.path.realpath(directory)`` (normalised, absolute), each directory
+        resolved once, from its parent's resolution."""
+        found = self._dirs.get(directory)
+        if found is not None:
+            return found
+        pending = []
+        d = directory
+        while found is None:
+            head, tail = posixpath.split(d)
+            if not tail:
+                found = self._dirs[d] = os.path.realpath(d)  # "/", or "//"
+                break
+            pending.append((d, tail))
+            d = head
+            found = self._dirs.get(d)
+        for d, tail in reversed(pending):
+            joined = posixpath.join(found, tail)
+            found = self._dirs[d] = os.path.realpath(d) if os.path.islink(joined) else joined
+        return found
 
     def to_policy(self, path: str) -> str:
         """A resolved path in policy form (``${CWD}/out/a.txt``)."""

@@ -266,6 +266,32 @@ def secret_paths(cwd: str, home: str | None, *, euid: int | None = None) -> list
     return found
 
 
+# Quick tests that nothing of a kind matches, each equivalent to its loop below: most
+# paths are no secret, and a tree walk judges every one of hundreds of thousands.
+_ANY_HOME_SECRET: Final = re.compile(
+    "(?:^|/)(?:" + "|".join(re.escape(n) for n in HOME_SECRETS) + ")/"
+).search
+_ANY_SYSTEM_GLOB: Final = re.compile(
+    "|".join(f"(?:{fnmatch.translate(p)})" for p in SYSTEM_SECRETS)
+).match
+_SYSTEM_TREES: Final = tuple(p.rstrip("*") + "/" for p in SYSTEM_SECRETS)
+_ANY_SECRET_WORD: Final = re.compile("|".join(re.escape(w) for w in SECRET_WORDS)).search
+_SECRET_WORD_NAMES: Final = frozenset(n for w in SECRET_WORDS for n in (w, w + "s"))
+# Any part of a path named like one of SECRET_NAMES (globs of literals and `*`, which
+# stays within the part): one search over the whole path instead of one per part.
+_ANY_PART_NAMED: Final = re.compile(
+    "(?s)(?:^|/)(?:"
+    + "|".join("[^/]*".join(map(re.escape, name.split("*"))) for name in SECRET_NAMES)
+    + ")(?=/|$)"
+).search
+
+
+def _beneath(trees: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """``trees`` as a set and as prefixes: ``inside(path, t)`` for any ``t`` of them is
+    ``path in set or path.startswith(prefixes)`` (none of them is ``/``)."""
+    return frozenset(trees), tuple(t + "/" for t in trees)
+
+
 def secret_reason(path: str, home: str | None = None) -> str | None:
     """Why ``path`` is a secret (one phrase), or None when it is not one.
 
@@ -277,12 +303,17 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
     del home  # kept for the callers' sake: see the docstring
     path = posixpath.normpath(path)
     framed = path if path.endswith("/") else path + "/"
-    for name in HOME_SECRETS:
-        if f"/{name}/" in framed or framed.startswith(f"{name}/"):
-            return f"~/{name} holds credentials"
-    for pattern in SYSTEM_SECRETS:
-        if fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern.rstrip("*") + "/"):
-            return f"{pattern} holds system secrets"
+    if _ANY_HOME_SECRET(framed):
+        for name in HOME_SECRETS:
+            if f"/{name}/" in framed or framed.startswith(f"{name}/"):
+                return f"~/{name} holds credentials"
+    if _ANY_SYSTEM_GLOB(path) or path.startswith(_SYSTEM_TREES):
+        for pattern in SYSTEM_SECRETS:
+            if fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern.rstrip("*") + "/"):
+                return f"{pattern} holds system secrets"
+    lowered = path.lower()
+    if not _ANY_PART_NAMED(lowered) and not _ANY_SECRET_WORD(lowered):
+        return None  # nothing below could name it: no part's name, no word in any part
     parts = [p for p in path.split("/") if p]
     if _public_certificate(path):
         return None
@@ -291,9 +322,11 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
         if _ANY_SECRET_NAME(lower):
             pattern = next(p for p in SECRET_NAMES if fnmatch.fnmatchcase(lower, p))
             return f"{part!r} is named like a secret ({pattern})"
-    if any(inside(path, t) for t in _CODE_TREES):
+    if path in _CODE_TREE_SET or path.startswith(_CODE_TREE_PREFIXES):
         return None
     last = len(parts) - 1
+    in_etc = inside(path, "/etc")
+    hidden = False
     for i, part in enumerate(parts):
         lower = part.lower()
         if i == last and (lower.endswith(_CODE_SUFFIXES) or lower in _PUBLIC_NAMES):
@@ -302,16 +335,20 @@ def secret_reason(path: str, home: str | None = None) -> str | None:
             # A directory is a secret when it is named for one (`secrets/`), or holds a
             # secret word inside a hidden config tree (`.config/divergence-token/`). A
             # project directory that merely mentions a word (`secret-santa/`) is not.
-            if inside(path, "/etc"):
+            was_hidden = hidden
+            hidden = hidden or part.startswith(".")
+            if in_etc:
                 continue
-            hidden = any(p.startswith(".") for p in parts[:i])
-            for word in SECRET_WORDS:
-                if lower.lstrip(".") in (word, word + "s") or (hidden and word in lower):
-                    return f"{part!r} is named like a secret ({word!r})"
+            stripped = lower.lstrip(".")
+            if stripped in _SECRET_WORD_NAMES or (was_hidden and _ANY_SECRET_WORD(lower)):
+                for word in SECRET_WORDS:
+                    if stripped in (word, word + "s") or (was_hidden and word in lower):
+                        return f"{part!r} is named like a secret ({word!r})"
             continue
-        for word in SECRET_WORDS:
-            if word in lower:
-                return f"{part!r} is named like a secret ({word!r})"
+        if _ANY_SECRET_WORD(lower):
+            for word in SECRET_WORDS:
+                if word in lower:
+                    return f"{part!r} is named like a secret ({word!r})"
     return None
 
 
@@ -328,11 +365,15 @@ _CA_TREES: Final = (
 _CA_NAMES: Final = ("cacert.pem", "ca-bundle*.pem", "ca-bundle*.crt", "ca-certificates*.crt")
 
 
+_CA_TREE_SET, _CA_TREE_PREFIXES = _beneath(_CA_TREES)
+_CODE_TREE_SET, _CODE_TREE_PREFIXES = _beneath(_CODE_TREES)
+_ANY_CA_NAME: Final = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in _CA_NAMES)).match
+
+
 def _public_certificate(path: str) -> bool:
-    if any(inside(path, tree) for tree in _CA_TREES):
+    if path in _CA_TREE_SET or path.startswith(_CA_TREE_PREFIXES):
         return True
-    name = posixpath.basename(path).lower()
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _CA_NAMES)
+    return _ANY_CA_NAME(posixpath.basename(path).lower()) is not None
 
 
 _SECRET_VARIABLE: Final = re.compile(
