@@ -554,14 +554,15 @@ def test_the_tool_inherits_no_more_descriptors_when_traced(box: Box, identity: I
     assert plain.out == traced.out == "[0, 1, 2, 3]\n"
 
 
+@pytest.mark.parametrize("where", ["{os.getpid()}", "self", "thread-self"])
 def test_reading_its_own_proc_entries_is_expected_and_not_said(
-    box: Box, identity: Identity
+    box: Box, identity: Identity, where: str
 ) -> None:
     # Landlock rules attach to inodes, and each process's /proc entries are new ones:
     # no policy can grant them, so a runtime's probe of them is noise, kept apart.
     script = (
         "import os\nfor name in ('cgroup', 'maps'):\n try:\n"
-        "  open(f'/proc/{os.getpid()}/' + name).read(); print('read')\n"
+        f"  open(f'/proc/{where}/' + name).read(); print('read')\n"
         " except PermissionError:\n  print('refused')\n"
     )
     assert _plain(script, identity).stdout == "read\nread\n"

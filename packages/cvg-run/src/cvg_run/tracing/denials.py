@@ -271,7 +271,7 @@ class DenialLog:
         return self.denials
 
 
-_PROC_ENTRY = re.compile(r"/proc/(\d+)(?:/task/\d+)?/[^/]+(?:/.*)?")
+_PROC_ENTRY = re.compile(r"/proc/(\d+|self|thread-self)(?:/task/\d+)?/[^/]+(?:/.*)?")
 
 
 def _own_proc_entry(path: object, op: str | None, in_tree: Callable[[int], bool]) -> bool:
@@ -281,7 +281,10 @@ def _own_proc_entry(path: object, op: str | None, in_tree: Callable[[int], bool]
     if not isinstance(path, str) or op not in (None, "read", "stat"):
         return False
     m = _PROC_ENTRY.fullmatch(path)
-    return m is not None and in_tree(int(m.group(1)))
+    if m is None:
+        return False
+    who = m.group(1)  # "self" as the tool named it is the tool's own, whoever asks
+    return who in ("self", "thread-self") or in_tree(int(who))
 
 
 def _flags(rec: Record) -> tuple[str, str]:
