@@ -407,3 +407,34 @@ def test_a_refused_bytecode_cache_is_not_written_rather_than_refused_at_every_st
     assert "PYTHONDONTWRITEBYTECODE" not in gen(obs(start, written)).environment.set
     granted = gen(obs(start, refused), grant_denied=True)
     assert "PYTHONDONTWRITEBYTECODE" not in granted.environment.set
+
+
+def test_no_cwd_a_directory_the_command_line_names_is_a_workspace(tmp_path: Path) -> None:
+    """A server told to serve a tree (its repository, its root) gets the tree: read from
+    a read beneath it, write from a write beneath it, whatever names another input
+    uses there. Never the home, a secret or protected directory, nor what the command
+    line names that does not exist."""
+    repo, docs, keys = tmp_path / "repo", tmp_path / "docs", tmp_path / ".vscode"
+    for d in (repo / ".git", docs, keys):
+        d.mkdir(parents=True)
+    argv = ["/usr/bin/git-server", f"--repository={repo}", str(docs), str(keys),
+            HOME, str(tmp_path / "missing")]  # fmt: skip
+    events = (
+        {"op": "read", "path": f"{repo}/README"},
+        {"op": "write", "path": f"{repo}/.git/index"},
+        {"op": "read", "path": f"{docs}/a/b.txt"},
+        {"op": "read", "path": f"{keys}/settings.json"},
+    )
+    learned = gen(obs(*events, argv=argv, cwd="/"), cwd=False)
+    assert str(repo) in learned.filesystem.write
+    assert str(docs) in learned.filesystem.read and str(docs) not in learned.filesystem.write
+    assert f"{keys}/settings.json" in learned.filesystem.read and str(keys) not in (
+        learned.filesystem.read
+    )
+    assert "${HOME}" not in learned.filesystem.read + learned.filesystem.write
+    why = learned.reasons[f"filesystem.write[{learned.filesystem.write.index(str(repo))}]"]
+    assert "a directory the command line names" in str(why)
+    every_rule_has_reasons(learned)
+    # With a working directory that means something, the command line names nothing.
+    default = gen(obs(*events, argv=argv, cwd="/"))
+    assert str(repo) not in default.filesystem.write

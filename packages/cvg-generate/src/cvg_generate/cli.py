@@ -124,7 +124,9 @@ Exit status:
     show_default=True,
     help="Write paths beneath the working directory as ${CWD}. --no-cwd for a tool "
     "whose working directory means nothing (an MCP server a client starts wherever it "
-    "is): every path is absolute or beneath ${HOME}, and no workspace rule is made.",
+    "is): every path is absolute or beneath ${HOME}; the workspace is instead each "
+    "directory its command line names (a repository, a root it serves), read or written "
+    "as a whole from a read or a write beneath it.",
 )
 @click.option(
     "--syscalls",

@@ -23,7 +23,9 @@ a rule on the directory. No rule ever covers a directory of BROAD (``/``, ``/usr
 ``/etc``, ``${HOME}``, ...) as a whole; secrets and decoys are never granted, nor is
 write on a protected path (``cvg_policy.protected``: ``~/.bashrc``, ``.git/config``);
 events the learning sandbox denied are granted only with ``grant_denied``. The
-workspace is writable only when the tool wrote beneath it.
+workspace is writable only when the tool wrote beneath it. When the working directory
+means nothing (``cwd`` false: a server its client starts anywhere), each directory its
+command line names is a workspace instead (``_named_roots``).
 """
 
 from __future__ import annotations
@@ -232,6 +234,9 @@ class _Builder:
         self.resources: dict[str, tuple[int | None, _Rule]] = {}
         self._notes: dict[str, tuple[list[str], list[int]]] = {}
         self.path_dirs: list[str] = []
+        # cwd false: the directories the command line names (policy form), each a
+        # workspace of its own (see _named_roots).
+        self.roots: tuple[str, ...] = ()
         # Judged once per path and home, not once per event: a trace repeats its paths,
         # and each judgement is some ninety pattern matches.
         self.secret_reason = functools.lru_cache(maxsize=None)(secret_reason)
@@ -302,6 +307,7 @@ class _Builder:
                 "granted one by one instead of as a workspace"
             )
         cwd_var_ok = cwd_var_ok and self.workspace
+        self.roots = () if self.cwd else _named_roots(obs, ctx)
         pids = {e.pid for e in obs.events if e.pid is not None}
         reads: dict[str, list[Event]] = {}
         for e in obs.events:
@@ -481,6 +487,10 @@ class _Builder:
             self._cwd_write(e, name)
             return
         target = ctx.to_policy(concrete)
+        root = self._root_of(target)
+        if root is not None:
+            self._root_rule("write", root, e, name, "wrote")
+            return
         if within(target, "${SCRATCH}"):
             target = "${SCRATCH}"
         if ctx.is_broad(target) or _is_home(concrete, ctx):
@@ -497,6 +507,11 @@ class _Builder:
         if self._workspace(concrete, ctx, cwd_ok) and ctx.to_policy(concrete) != "${CWD}":
             self._cwd_write(e, name)
             return
+        named = ctx.to_policy(concrete)
+        root = self._root_of(named)
+        if root is not None and root != named:
+            self._root_rule("write", root, e, name, "wrote")
+            return
         d = parent(concrete)
         while d in ctx.created_dirs and parent(d) != d:
             d = parent(d)
@@ -511,6 +526,17 @@ class _Builder:
             )
             return
         self.rule(self.fs["write"], target).traced(e, name)
+
+    def _root_of(self, target: str) -> str | None:
+        return next((r for r in self.roots if within(target, r)), None)
+
+    def _root_rule(self, field: str, root: str, e: Event, name: str | None, did: str) -> None:
+        r = self.rule(self.fs[field], root)
+        r.why = (
+            f"a directory the command line names is the tool's workspace: everything it "
+            f"{did} beneath it"
+        )
+        r.traced(e, name)
 
     def _builds(self, obs: Observation, name: str | None) -> None:
         """Execute on a writable ``${CWD}`` when the tool ran a compiler, assembler or
@@ -561,6 +587,11 @@ class _Builder:
                 r.why = "the working directory is the tool's workspace: everything it read there"
                 for ev in events:
                     r.traced(ev, name)
+                continue
+            root = self._root_of(target)
+            if root is not None:
+                for ev in events:
+                    self._root_rule("read", root, ev, name, "read")
                 continue
             if within(target, "${SCRATCH}"):
                 r = self.rule(self.fs["write"], "${SCRATCH}")
@@ -1199,6 +1230,38 @@ def generate(
     for src in sources:
         b.add(src)
     return b.build()
+
+
+def _named_roots(obs: Observation, ctx: PathContext) -> tuple[str, ...]:
+    """The directories the command line names (``/srv/repo``, ``--repository=/srv/repo``),
+    in policy form, when the working directory means nothing (``cwd`` false): a server
+    told to serve a tree may use any name in it on another input, as a tool its working
+    directory. None that is broad (``/``, ``${HOME}``...), scratch, a secret or protected
+    path, nor one the command's own files lie in (its program or package). Secrets and
+    protected paths beneath one stay out of its rule: the compiler denies them."""
+    found: list[str] = []
+    program = {
+        posixpath.dirname(ctx.resolve(a, follow=True))
+        for a in obs.argv[:2] if a.startswith("/")
+    }  # fmt: skip
+    for arg in obs.argv[1:]:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not value.startswith("/") and not value.startswith("~/"):
+            continue
+        if value.startswith("~/") and obs.home:
+            value = posixpath.join(obs.home, value[2:])
+        concrete = ctx.resolve(posixpath.normpath(value), follow=True)
+        if not os.path.isdir(concrete) or any(within(p, concrete) for p in program):
+            continue
+        policy = ctx.to_policy(concrete)
+        if (
+            ctx.is_broad(policy) or _is_home(concrete, ctx) or within(policy, "${SCRATCH}")
+            or secret_reason(concrete, obs.home) or protected_reason(concrete, obs.home)
+        ):  # fmt: skip
+            continue
+        if policy not in found:
+            found.append(policy)
+    return tuple(found)
 
 
 def _is_script(path: str) -> bool:
