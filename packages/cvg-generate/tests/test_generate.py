@@ -432,6 +432,20 @@ def test_no_cwd_a_directory_the_command_line_names_is_a_workspace(tmp_path: Path
         learned.filesystem.read
     )
     assert "${HOME}" not in learned.filesystem.read + learned.filesystem.write
+    # The home named: read as a whole (the compiler keeps its secrets out), written
+    # only in the child a write lies in, never directly in it.
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    home_events = (
+        {"op": "read", "path": f"{home}/a.txt"},
+        {"op": "create", "syscall": "openat", "path": f"{home}/notes/today.md"},
+        {"op": "create", "syscall": "openat", "path": f"{home}/loose.txt"},
+    )
+    at_home = obs(*home_events, argv=["/usr/bin/files", str(home)], cwd="/", home=str(home))
+    served = gen(at_home, cwd=False)
+    assert "${HOME}" in served.filesystem.read and "${HOME}" not in served.filesystem.write
+    assert "${HOME}/notes" in served.filesystem.write
+    assert not any(w.startswith("${HOME}/loose") for w in served.filesystem.write)
     why = learned.reasons[f"filesystem.write[{learned.filesystem.write.index(str(repo))}]"]
     assert "a directory the command line names" in str(why)
     every_rule_has_reasons(learned)

@@ -487,7 +487,7 @@ class _Builder:
             self._cwd_write(e, name)
             return
         target = ctx.to_policy(concrete)
-        root = self._root_of(target)
+        root = self._root_of(target, write=True)
         if root is not None:
             self._root_rule("write", root, e, name, "wrote")
             return
@@ -508,7 +508,7 @@ class _Builder:
             self._cwd_write(e, name)
             return
         named = ctx.to_policy(concrete)
-        root = self._root_of(named)
+        root = self._root_of(named, write=True)
         if root is not None and root != named:
             self._root_rule("write", root, e, name, "wrote")
             return
@@ -527,8 +527,15 @@ class _Builder:
             return
         self.rule(self.fs["write"], target).traced(e, name)
 
-    def _root_of(self, target: str) -> str | None:
-        return next((r for r in self.roots if within(target, r)), None)
+    def _root_of(self, target: str, write: bool = False) -> str | None:
+        """The named workspace ``target`` lies in, for a read or a write. The home is one
+        for reading only (the client gave the server the home): a write beneath it
+        widens to the home's child it lies in, never to the home."""
+        root = next((r for r in self.roots if within(target, r)), None)
+        if root != "${HOME}" or not write:
+            return root
+        below = target[len(root) + 1 :].split("/", 1)
+        return f"{root}/{below[0]}" if len(below) == 2 else None
 
     def _root_rule(self, field: str, root: str, e: Event, name: str | None, did: str) -> None:
         r = self.rule(self.fs[field], root)
@@ -1236,9 +1243,10 @@ def _named_roots(obs: Observation, ctx: PathContext) -> tuple[str, ...]:
     """The directories the command line names (``/srv/repo``, ``--repository=/srv/repo``),
     in policy form, when the working directory means nothing (``cwd`` false): a server
     told to serve a tree may use any name in it on another input, as a tool its working
-    directory. None that is broad (``/``, ``${HOME}``...), scratch, a secret or protected
-    path, nor one the command's own files lie in (its program or package). Secrets and
-    protected paths beneath one stay out of its rule: the compiler denies them."""
+    directory. None that is broad (``/``, ``/usr``...), scratch, a secret or protected
+    path, nor one the command's own files lie in (its program or package). The home is
+    one for reading only (see _Builder._root_of). Secrets and protected paths beneath
+    one stay out of its rule: the compiler denies them."""
     found: list[str] = []
     program = {
         posixpath.dirname(ctx.resolve(a, follow=True))
@@ -1254,11 +1262,14 @@ def _named_roots(obs: Observation, ctx: PathContext) -> tuple[str, ...]:
         if not os.path.isdir(concrete) or any(within(p, concrete) for p in program):
             continue
         policy = ctx.to_policy(concrete)
+        home = _is_home(concrete, ctx)
         if (
-            ctx.is_broad(policy) or _is_home(concrete, ctx) or within(policy, "${SCRATCH}")
+            (ctx.is_broad(policy) and not home) or within(policy, "${SCRATCH}")
             or secret_reason(concrete, obs.home) or protected_reason(concrete, obs.home)
         ):  # fmt: skip
             continue
+        if home:
+            policy = "${HOME}"
         if policy not in found:
             found.append(policy)
     return tuple(found)
