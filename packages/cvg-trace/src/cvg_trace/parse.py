@@ -98,7 +98,10 @@ _STR: Final = r'"(?:[^"\\]++|\\.)*+"(?:\.\.\.)?'
 # `>`, `"` and `\`, so a bracket or comma there never ends an argument.
 # A socket's annotation holds its ends in brackets, joined by "->" (UNIX-STREAM:[4->5],
 # TCP:[1.2.3.4:5->6.7.8.9:80]), so a ">" inside the brackets does not end it.
-_SOCKET_ANNOT: Final = r'<[A-Za-z][\w-]*+:\[(?:[^\[\]"\\]++|\\.|\[[^\[\]]*+\]|"(?:[^"\\]|\\.)*+")*+\]>'  # IPv6 ends are bracketed too: TCPv6:[[::1]:80->[::1]:4000]
+# IPv6 ends are bracketed too: TCPv6:[[::1]:80->[::1]:4000].
+_SOCKET_ANNOT: Final = (
+    r"<[A-Za-z][\w-]*+:\[" r'(?:[^\[\]"\\]++|\\.|\[[^\[\]]*+\]|"(?:[^"\\]|\\.)*+")*+' r"\]>"
+)
 _ANNOT: Final = rf"(?:{_SOCKET_ANNOT}|<(?:[^<>\\]++|\\.|<[^<>]*+>)*+>)"
 _ANNOT_RE: Final = re.compile(_ANNOT)
 
