@@ -487,7 +487,7 @@ class _Builder:
             self._cwd_write(e, name)
             return
         target = ctx.to_policy(concrete)
-        root = self._root_of(target, write=True)
+        root = self._root_of(target)
         if root is not None:
             self._root_rule("write", root, e, name, "wrote")
             return
@@ -508,7 +508,7 @@ class _Builder:
             self._cwd_write(e, name)
             return
         named = ctx.to_policy(concrete)
-        root = self._root_of(named, write=True)
+        root = self._root_of(named)
         if root is not None and root != named:
             self._root_rule("write", root, e, name, "wrote")
             return
@@ -527,15 +527,8 @@ class _Builder:
             return
         self.rule(self.fs["write"], target).traced(e, name)
 
-    def _root_of(self, target: str, write: bool = False) -> str | None:
-        """The named workspace ``target`` lies in, for a read or a write. The home is one
-        for reading only (the client gave the server the home): a write beneath it
-        widens to the home's child it lies in, never to the home."""
-        root = next((r for r in self.roots if within(target, r)), None)
-        if root != "${HOME}" or not write:
-            return root
-        below = target[len(root) + 1 :].split("/", 1)
-        return f"{root}/{below[0]}" if len(below) == 2 else None
+    def _root_of(self, target: str) -> str | None:
+        return next((r for r in self.roots if within(target, r)), None)
 
     def _root_rule(self, field: str, root: str, e: Event, name: str | None, did: str) -> None:
         r = self.rule(self.fs[field], root)
@@ -937,7 +930,11 @@ class _Builder:
             # So are the home's project trees (a directory listed there holds its `.env`
             # like the workspace does), but not its dot-directories: runtimes and caches
             # (~/.pyenv, ~/.cache) are like the system's.
-            trees = [g for g in self.fs[fld] if within(g, "${CWD}") or _home_project(g)]
+            # And each directory the command line names (a workspace too).
+            trees = [
+                g for g in self.fs[fld]
+                if within(g, "${CWD}") or _home_project(g) or any(within(g, r) for r in self.roots)
+            ]  # fmt: skip
             for tree in trees:
                 concrete = ctx.to_concrete(tree)
                 if concrete is not None and ctx.is_dir(concrete):
@@ -1243,10 +1240,11 @@ def _named_roots(obs: Observation, ctx: PathContext) -> tuple[str, ...]:
     """The directories the command line names (``/srv/repo``, ``--repository=/srv/repo``),
     in policy form, when the working directory means nothing (``cwd`` false): a server
     told to serve a tree may use any name in it on another input, as a tool its working
-    directory. None that is broad (``/``, ``/usr``...), scratch, a secret or protected
-    path, nor one the command's own files lie in (its program or package). The home is
-    one for reading only (see _Builder._root_of). Secrets and protected paths beneath
-    one stay out of its rule: the compiler denies them."""
+    directory. None that is broad (``/``, ``${HOME}``...), scratch, a secret or protected
+    path, nor one the command's own files lie in (its program or package). The files
+    named like secrets beneath one are denied (``_denies`` searches it as it does the
+    workspace), and the compiler keeps the known secrets and protected paths out. The
+    home is never one: no search of a whole home is complete."""
     found: list[str] = []
     program = {
         posixpath.dirname(ctx.resolve(a, follow=True))
@@ -1262,14 +1260,11 @@ def _named_roots(obs: Observation, ctx: PathContext) -> tuple[str, ...]:
         if not os.path.isdir(concrete) or any(within(p, concrete) for p in program):
             continue
         policy = ctx.to_policy(concrete)
-        home = _is_home(concrete, ctx)
         if (
-            (ctx.is_broad(policy) and not home) or within(policy, "${SCRATCH}")
+            ctx.is_broad(policy) or _is_home(concrete, ctx) or within(policy, "${SCRATCH}")
             or secret_reason(concrete, obs.home) or protected_reason(concrete, obs.home)
         ):  # fmt: skip
             continue
-        if home:
-            policy = "${HOME}"
         if policy not in found:
             found.append(policy)
     return tuple(found)
