@@ -537,13 +537,18 @@ class Week:
             day.check(seen == dict.fromkeys(SERVERS, session), f"after session {session}: {seen}")
 
         done = day.wrap("enforce", "--yes")
-        assert done.returncode == 0, f"{done.stderr}\n{day.server_log()}"
+        self.enforce = done
         self.enforce_notes = done.stderr
         entries = json.loads(day.config.read_text())["mcpServers"]
-        assert all(entries[s]["command"].endswith("/cvg-run") for s in SERVERS), entries
+        self.enforced = {s for s in SERVERS if entries[s]["command"].endswith("/cvg-run")}
         (day.repo / "scratch3.txt").write_text("scratch\n")
-        anyio.run(run_sessions, day, "enforced 3", day.home, works(day, 3, IDLE_GAP), entries)
-        anyio.run(run_sessions, day, "enforced 4 from /", Path("/"), works(day, 4), entries)
+        # The servers enforce left learning are not part of the enforced days.
+        enforced_works = {
+            n: w for n, w in works(day, 3, IDLE_GAP).items() if n in self.enforced
+        }  # fmt: skip
+        anyio.run(run_sessions, day, "enforced 3", day.home, enforced_works, entries)
+        later = {n: w for n, w in works(day, 4).items() if n in self.enforced}
+        anyio.run(run_sessions, day, "enforced 4 from /", Path("/"), later, entries)
         runs = day.home / ".local" / "state" / "cvg" / "runs"
         self.records = [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
         self.status = day.status()
@@ -567,29 +572,32 @@ def week(tmp_path_factory: pytest.TempPathFactory) -> Week:
     return Week(tmp_path_factory.mktemp("week"))
 
 
-# Failures this day finds that are not fixed yet, each with where it lies. A strict
-# xfail: the test fails as soon as the failure is gone, and the mark must go.
-KNOWN_WRONG = {
-    "home": "cvg-generate never grants ${HOME} as a whole (paths.BROAD): the filesystem "
-    "server given the home cannot list it, nor reach a folder of it it did not use while "
-    "learning, and its write_file fails on the listing",
-    "git": "cvg-generate grants the git server write on .git alone: git_checkout cannot "
-    "remove a file of the work tree, and the repository is left on the other branch",
+# Servers whose learned policy fails their own sessions, and why: enforce refuses them in
+# one line each and they stay learning. A test fails as soon as one is enforced.
+ENFORCE_REFUSED = {
+    "home": "a filesystem server given the whole home lists it: cvg-generate never grants "
+    "${HOME} as a whole (no search of a whole home for secrets to deny is complete), so "
+    "its policy refuses the listing its own sessions made",
 }
+ENFORCED = tuple(s for s in SERVERS if s not in ENFORCE_REFUSED)
 
 
-@pytest.mark.parametrize(
-    "server",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[s]))
-        if s in KNOWN_WRONG
-        else s
-        for s in SERVERS
-    ],
-)
+@pytest.mark.parametrize("server", SERVERS)
 def test_every_answer_is_what_the_harness_computed_bare(week: Week, server: str) -> None:
     wrong = [w for w in week.day.wrong if f": {server}: " in w]
     assert not wrong, "\n".join(wrong) + "\n" + week.day.server_log()
+
+
+def test_enforce_refuses_only_the_policies_that_fail_their_own_sessions(week: Week) -> None:
+    """Each learned policy is judged against its own sessions before anything is
+    written; one that refuses a call they made is refused in one line and the server
+    keeps learning. The rest are enforced."""
+    assert week.enforced == set(ENFORCED), week.enforce.stderr
+    assert week.enforce.returncode == (1 if ENFORCE_REFUSED else 0), week.enforce.stderr
+    for name in ENFORCE_REFUSED:
+        lines = [ln for ln in week.enforce.stderr.splitlines() if f"cvg-wrap: {name}: " in ln]
+        refused = [ln for ln in lines if "the policy refuses" in ln]
+        assert len(refused) == 1 and refused[0].endswith("left as it is"), lines
 
 
 def test_no_canary_reaches_the_client(week: Week) -> None:
@@ -605,20 +613,11 @@ def test_every_session_left_one_observation(week: Week) -> None:
 
 def known_cause(week: Week, server: str, d: dict[str, Any]) -> str | None:
     """Why a false denial is one of the failures not fixed yet, or None."""
-    path = d.get("path") or ""
-    if re.fullmatch(r"/proc/(self|thread-self)/[^/]+", path):
-        return (
-            "cvg-run's record marks a read of the tool's own /proc entries expected only "
-            "by /proc/<pid>; node and Python read /proc/self/cgroup and /proc/self/maps "
-            "(cvg_run/tracing/denials.py _own_proc_entry)"
-        )
     if server == "files" and d["mechanism"] == "seccomp" and d["syscall"] == "openat":
         return (
             "an openat of the filesystem server, refused by a seccomp argument check, its "
             "path not decoded in the record"
         )
-    if server in KNOWN_WRONG and path.startswith(str(week.day.home)):
-        return KNOWN_WRONG[server]
     return None
 
 
@@ -633,19 +632,19 @@ def false_denials(week: Week) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_the_sandbox_refused_the_canaries_and_nothing_else(week: Week) -> None:
-    assert len(week.records) == 2 * len(SERVERS), [r.get("policy_path") for r in week.records]
+    assert len(week.records) == 2 * len(ENFORCED), [r.get("policy_path") for r in week.records]
     false = [(s, d) for s, d in false_denials(week) if known_cause(week, s, d) is None]
     assert not false, "false denials:\n" + "\n".join(map(str, false))
-    # What the home's server was refused, the sandbox refused (it read them bare).
+    # The project's .env, which the project's server was asked for and reads bare, the
+    # sandbox refused (the server itself refuses paths outside its root unasked).
     refused = {
-        d.get("path") for r in week.records if r["policy_path"].endswith("/home.yaml")
+        d.get("path") for r in week.records if r["policy_path"].endswith("/files.yaml")
         for d in r.get("denials", [])
     }  # fmt: skip
-    assert week.canary_paths <= refused, refused
-    assert all(week.status[s]["runs"] == 2 for s in SERVERS), week.status
+    assert str(week.day.project / ".env") in refused, refused
+    assert all(week.status[s]["runs"] == 2 for s in ENFORCED), week.status
 
 
-@pytest.mark.xfail(strict=True, reason="the known causes in known_cause()")
 def test_no_false_denial_of_a_known_cause(week: Week) -> None:
     known = {(s, known_cause(week, s, d)) for s, d in false_denials(week)} - {
         (s, None) for s in SERVERS
@@ -653,11 +652,6 @@ def test_no_false_denial_of_a_known_cause(week: Week) -> None:
     assert not known, "\n".join(map(str, sorted(known)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cvg-generate grants write on .git as a whole and nothing keeps .git/config "
-    "and .git/hooks out of it (cvg_policy.protected is a judge, not yet a deny)",
-)
 def test_the_git_servers_policy_keeps_the_repository_config(week: Week) -> None:
     bare, confined = week.git_config_attack
     assert bare, "bare, git config does not write .git/config: the attack proves nothing"

@@ -447,3 +447,15 @@ def warm_up() -> None:
             shutil.which("true")
     finally:
         shutil.rmtree(box.root, ignore_errors=True)
+
+
+def bare_stdout(identity: pwd.struct_passwd | None, box: Box, argv: list[str]) -> str:
+    """``argv`` with no sandbox, as ``identity``, in ``box``'s environment: its stdout
+    (the first half of an attack: it works without cvg)."""
+
+    def child() -> str:
+        return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+
+    ran = start(child, user=identity, env=box.env).finish()
+    assert ran.error is None and isinstance(ran.value, str), ran.error
+    return ran.value

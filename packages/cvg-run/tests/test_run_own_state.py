@@ -14,11 +14,10 @@ import json
 import marshal
 import os
 import pwd
-import subprocess
 from pathlib import Path
 
 import pytest
-from runhelp import PY, Box, load_record, make_policy, run_main, start, token
+from runhelp import PY, Box, bare_stdout, load_record, make_policy, run_main, token
 
 Identity = pwd.struct_passwd | None
 
@@ -46,17 +45,6 @@ def _own(identity: Identity, *paths: Path) -> None:
     for p in paths:
         if identity is not None:
             os.chown(p, identity.pw_uid, identity.pw_gid)
-
-
-def _bare(identity: Identity, box: Box, argv: list[str]) -> str:
-    """``argv`` with no sandbox, as ``identity``: its stdout."""
-
-    def child() -> str:
-        return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
-
-    ran = start(child, user=identity, env=box.env).finish()
-    assert ran.error is None and isinstance(ran.value, str), ran.error
-    return ran.value
 
 
 @pytest.mark.parametrize("attacker", ["bare", "confined"])
@@ -96,7 +84,7 @@ def test_a_tool_with_write_on_the_cache_cannot_plant_the_next_plan(
     argv = [PY, str(script), str(entry), str(key), str(forged)]
 
     if attacker == "bare":
-        said = _bare(identity, box, argv)
+        said = bare_stdout(identity, box, argv)
         assert "entry written" in said, said
     else:
         policy = make_policy(
@@ -164,7 +152,7 @@ def test_no_grant_reaches_cvgs_own_directories(identity: Identity, box: Box, gra
         "write state": f"echo x > {box.home}/.local/state/cvg/runs/new.json",
     }
     script = "; ".join(f"{cmd} 2>/dev/null && echo '{what}'" for what, cmd in targets.items())
-    bare = _bare(identity, box, ["sh", "-c", script + "; true"])
+    bare = bare_stdout(identity, box, ["sh", "-c", script + "; true"])
     assert bare.splitlines() == [w for w in targets if w != "read key" or key.exists()], bare
     policy = make_policy(box.share, filesystem={"write": ["${SCRATCH}", "/dev/null", grant]})
     ran = run_main(["-p", str(policy), "--", "sh", "-c", script + "; true"], box=box,
@@ -220,7 +208,7 @@ def test_a_named_temporary_record_is_swapped_bare(identity: Identity, box: Box) 
     decoy = rec_dir / ".run.json.0123456789ab"
     decoy.write_text("cvg-run's\n")
     decoy.chmod(0o666)
-    said = _bare(identity, box, argv[argv.index("--") + 1 :])
+    said = bare_stdout(identity, box, argv[argv.index("--") + 1 :])
     assert said == "1\n"
     assert json.loads(decoy.read_text())["forged"] is True
 
@@ -293,7 +281,7 @@ def test_a_records_directory_a_tool_made_read_only_is_reset(identity: Identity, 
     runs = box.runs
     assert runs.is_dir() and len(box.records()) == 1
     probe = ["sh", "-c", f"chmod 500 {runs} && touch {runs}/x; echo $?; chmod 700 {runs}"]
-    blocked = _bare(identity, box, probe).strip() != "0"
+    blocked = bare_stdout(identity, box, probe).strip() != "0"
     assert blocked == (identity is not None), "the attack must be proven as the user"
 
     ran = run_main(["--", "chmod", "500", str(runs)], box=box, user=identity)
@@ -329,7 +317,7 @@ def test_under_trace_a_refused_read_of_cvg_s_state_is_named(identity: Identity, 
     canary.write_text(secret)
     canary.chmod(0o644)
     argv = [PY, "-c", READ, str(canary)]
-    assert secret in _bare(identity, box, argv)
+    assert secret in bare_stdout(identity, box, argv)
 
     policy = make_policy(box.share, filesystem={"write": ["${SCRATCH}", "/dev/null", str(local)]})
     record = box.share / "run.json"

@@ -26,11 +26,11 @@ import pytest
 from runhelp import (
     PY,
     Box,
+    bare_stdout,
     make_policy,
     only_record,
     procs_with,
     run_main,
-    start,
     token,
     wait_for,
 )
@@ -114,17 +114,6 @@ def _tool(box: Box, what: str, *extra: str) -> list[str]:
     return [PY, "-c", TOOL, str(box.cwd), str(box.home), MARK, what, *extra]
 
 
-def _bare(identity: Identity, box: Box, argv: list[str]) -> str:
-    """``argv`` with no sandbox, as ``identity``: its stdout."""
-
-    def child() -> str:
-        return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
-
-    ran = start(child, user=identity, env=box.env).finish()
-    assert ran.error is None and isinstance(ran.value, str), ran.error
-    return ran.value
-
-
 def _confined(identity: Identity, box: Box, argv: list[str]) -> tuple[int, str, dict[str, Any]]:
     """``argv`` under cvg-run with write on the working directory and the home: its
     status, its stdout, and the record as JSON."""
@@ -154,7 +143,7 @@ def test_protected_names_created_in_new_directories(
     vscode = box.cwd / ".vscode"
     argv = _tool(box, "names")
     if attacker == "bare":
-        said = json.loads(_bare(identity, box, argv))
+        said = json.loads(bare_stdout(identity, box, argv))
         assert set(said.values()) == {"OK"}, said
         assert (hook / "post-checkout").read_text().endswith(MARK)
         assert (autostart / "x.desktop").read_text() == MARK
@@ -196,7 +185,7 @@ def test_a_link_or_file_planted_in_the_way(identity: Identity, box: Box, attacke
     gitfile = box.cwd / ".git"
     argv = _tool(box, "links", str(target))
     if attacker == "bare":
-        said = json.loads(_bare(identity, box, argv))
+        said = json.loads(bare_stdout(identity, box, argv))
         assert said == {"autostart link": "OK", "gitfile": "OK"}, said
         assert (autostart / "x.desktop").read_text() == "the target's own\n"
         assert gitfile.read_text() == f"gitdir: {target}\n"
@@ -227,7 +216,7 @@ def test_a_directory_made_unsearchable_on_the_way(
     argv = _tool(box, "locked")
     try:
         if attacker == "bare":
-            said = json.loads(_bare(identity, box, argv))
+            said = json.loads(bare_stdout(identity, box, argv))
             assert said == {"hook": "OK", "lock .git": "OK"}, said
             assert os.stat(git).st_mode & 0o777 == 0
             assert os.path.lexists(git / "hooks" / "post-commit")
@@ -257,7 +246,7 @@ def test_a_daemon_that_writes_after_the_tool_ends(
     ready = box.cwd / f"{marker}.ready"  # inside the grant
     argv = [PY, "-c", DAEMON, str(box.home), str(ready), MARK, marker]
     if attacker == "bare":
-        _bare(identity, box, argv)
+        bare_stdout(identity, box, argv)
         wait_for(lambda: bashrc.exists() and bashrc.read_text() == MARK, what="the daemon")
         return
     rc, out, data = _confined(identity, box, argv)
