@@ -11,6 +11,7 @@ memory segment (whose changes it logs), a SysV message queue, a SysV semaphore
 
 import ctypes
 import json
+import mmap
 import os
 import signal
 import sys
@@ -24,6 +25,12 @@ if "--netns" in sys.argv:
 original = b"SENTINEL-BUFFER-" + os.environ.get("CVG_SENTINEL_SECRET", "").encode()
 buf = ctypes.create_string_buffer(original, 256)
 secret_fd = os.open(secret_path, os.O_RDONLY)
+# Anonymous memory with a whole, populated 2 MiB-aligned range in it: what an attack
+# on another process's page tables (process_madvise MADV_COLLAPSE) needs to act on
+# every time, not only when the heap happens to hold such a range.
+anon = mmap.mmap(-1, 6 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for off in range(0, len(anon), mmap.PAGESIZE):
+    anon[off] = 1
 log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
 
