@@ -221,13 +221,18 @@ def test_a_tool_cannot_kill_strace_and_outlive_the_observation(box: Box, abi: st
 
 
 # A child that sleeps, its pid in child.pid; SLEEPY's first process sleeps too.
+# The parent ends only once the child has written its pid: cvg-observe ends the tree
+# with the command, and a child not yet scheduled would otherwise die unnamed.
 HOLDER = """\
 import os, time
+r, w = os.pipe()
 if os.fork() == 0:
     with open("child.pid", "w") as f:
         f.write(f"{os.getpid()}\\n")
+    os.write(w, b"x")
     time.sleep(120)
     os._exit(0)
+os.read(r, 1)
 """
 SLEEPY = HOLDER + "time.sleep(120)\n"
 
