@@ -23,7 +23,6 @@ import http.server
 import json
 import os
 import re
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -44,10 +43,6 @@ def start_http(root: str, port: int) -> http.server.ThreadingHTTPServer:
         # each with its own copy of the same site on the one port its policies name: each
         # listens, and the kernel hands each connection to one of them.
         allow_reuse_port = True
-
-        def server_bind(self) -> None:
-            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            super().server_bind()
 
     handler = functools.partial(Quiet, directory=root)
     server = Shared(("127.0.0.1", port), handler)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,14 +29,10 @@ from cvg_schema import Observation, Plan, Policy
 from cvg_schema.observation import Event
 
 from .compile import compile_policy
+from .defaults import is_per_process
 from .variables import context
 
 __all__ = ["Refusal", "replay"]
-
-# A process's own /proc entries: Landlock rules bind to inodes, and these are new in
-# every process, so a read of them is refused under every policy (cvg-run marks it
-# expected); runtimes probe them and go on without.
-_PROC_OWN = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/|$)")
 
 _MAKE_BY_SYSCALL: Mapping[str, str] = {
     "mkdir": "make_dir", "mkdirat": "make_dir",
@@ -157,8 +152,10 @@ def _judge(event: Event, rights: _Rights) -> Refusal | None:
     for named, right in _needs(event):
         if not named.startswith("/"):
             continue  # not resolved while learning: nothing to judge
-        if right == "read_file" and _PROC_OWN.match(named):
-            continue  # made anew per process: no policy can grant it, and none needs to
+        if right == "read_file" and is_per_process(named):
+            # A process's own /proc entries are new inodes in every process: a read of
+            # them is refused under every policy (cvg-run marks it expected).
+            continue
         # Landlock judges the inode a path names: its links resolved, the last one
         # too except for an entry made or removed in its directory.
         if right.startswith("dir:"):
